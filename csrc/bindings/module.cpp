@@ -1,0 +1,10 @@
+#include "register.h"
+
+PYBIND11_MODULE(_opweave_core, m) {
+  m.doc() = "opweave's C++ core (private; use the opweave package).";
+  m.attr("__version__") = OPWEAVE_VERSION;
+  opweave::bindings::register_errors(m);
+  opweave::bindings::register_pool(m);
+  opweave::bindings::register_kernels(m);
+  opweave::bindings::register_graph(m);
+}

@@ -1,0 +1,7 @@
+#include "register.h"
+
+namespace opweave::bindings {
+
+void register_pool(pybind11::module_& /*m*/) {}
+
+}  // namespace opweave::bindings

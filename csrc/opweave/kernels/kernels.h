@@ -1,0 +1,56 @@
+// Kernel entry points used by the graph executor and by opweave.kernels.* in Python. Every
+// kernel takes the intra-op pool to run on (null = serial in the caller), reads strided inputs,
+// and returns a new contiguous tensor unless it has an _into variant. Shape or dtype errors throw
+// OpError(kInvalidArgument) with both shapes in the message. All functions are thread-safe.
+//
+//   Tensor c = matmul(a, b, /*transpose_a=*/false, /*transpose_b=*/true, pool);
+//   Tensor s = reduce(ReduceOp::kSum, x, std::vector<int>{1}, /*keepdims=*/false, pool);
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "opweave/tensor.h"
+#include "opweave/thread_pool.h"
+
+namespace opweave {
+
+enum class BinaryOp { kAdd, kSub, kMul, kDiv, kMaximum, kMinimum };
+enum class UnaryOp { kNeg, kRelu, kExp, kTanh, kSigmoid };
+enum class ReduceOp { kSum, kMean, kMax, kMin };
+
+// NumPy broadcasting of two shapes; throws kInvalidArgument naming both shapes.
+Shape broadcast_shapes(const Shape& a, const Shape& b);
+
+// NumPy matmul semantics (rank >= 1; 1-D operands are promoted and the added dim removed;
+// leading dims broadcast), with optional transposition of the two innermost dims of a and b.
+// float32 and float64 only; a and b must have the same dtype. The result is bit-identical for
+// any pool size (threads split rows of C, never the K loop).
+Shape matmul_result_shape(const Shape& a, const Shape& b, bool transpose_a, bool transpose_b);
+Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose_b,
+              ThreadPool* pool);
+// Writes into out, which must be contiguous with the result's shape and dtype.
+void matmul_into(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose_b,
+                 const Tensor& out, ThreadPool* pool);
+
+// Reductions over `axes` (negative axes allowed; nullopt = all axes; an empty list = none).
+// Same dtype as the input (integer mean truncates toward zero, as TensorFlow does); bool input:
+// sum/mean are not supported, max = any, min = all. Results are bit-identical for any pool size.
+// NaN propagates as in NumPy. Reducing an empty axis: sum 0, mean NaN, max/min kInvalidArgument.
+Tensor reduce(ReduceOp op, const Tensor& x, const std::optional<std::vector<int>>& axes,
+              bool keepdims, ThreadPool* pool);
+
+// Element-wise with broadcasting; both inputs must have the same dtype (no implicit promotion,
+// as in TensorFlow). Integer kDiv is floor division; dividing an integer by zero throws
+// kInvalidArgument("Integer division by zero").
+Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b, ThreadPool* pool);
+// kExp/kTanh/kSigmoid need a floating dtype; kNeg/kRelu take any numeric dtype.
+Tensor unary(UnaryOp op, const Tensor& x, ThreadPool* pool);
+// Sum of same-shape, same-dtype tensors.
+Tensor add_n(const std::vector<Tensor>& inputs, ThreadPool* pool);
+// NumPy astype semantics (float -> int truncates; bool -> 0/1; x != 0 -> true).
+Tensor cast(const Tensor& x, DType to, ThreadPool* pool);
+// Permutes dimensions and materialises a contiguous result (perm empty = reverse).
+Tensor transpose(const Tensor& x, const std::vector<int>& perm, ThreadPool* pool);
+
+}  // namespace opweave

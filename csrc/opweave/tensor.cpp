@@ -1,0 +1,187 @@
+#include "opweave/tensor.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <sstream>
+
+namespace opweave {
+
+std::size_t dtype_size(DType dtype) noexcept {
+  switch (dtype) {
+    case DType::kFloat32:
+    case DType::kInt32:
+      return 4;
+    case DType::kFloat64:
+    case DType::kInt64:
+      return 8;
+    case DType::kBool:
+      return 1;
+  }
+  return 0;
+}
+
+const char* dtype_name(DType dtype) noexcept {
+  switch (dtype) {
+    case DType::kFloat32:
+      return "float32";
+    case DType::kFloat64:
+      return "float64";
+    case DType::kInt32:
+      return "int32";
+    case DType::kInt64:
+      return "int64";
+    case DType::kBool:
+      return "bool";
+  }
+  return "unknown";
+}
+
+bool dtype_is_floating(DType dtype) noexcept {
+  return dtype == DType::kFloat32 || dtype == DType::kFloat64;
+}
+
+std::string shape_to_string(const Shape& shape) {
+  std::ostringstream out;
+  out << '[';
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    if (i) out << ", ";
+    out << shape[i];
+  }
+  out << ']';
+  return out.str();
+}
+
+std::int64_t shape_numel(const Shape& shape) {
+  std::int64_t n = 1;
+  for (std::int64_t d : shape) {
+    if (d < 0) throw_invalid_argument("negative dimension in shape " + shape_to_string(shape));
+    if (d != 0 && n > std::numeric_limits<std::int64_t>::max() / d) {
+      throw OpError(ErrorCode::kResourceExhausted,
+                    "shape " + shape_to_string(shape) + " has too many elements");
+    }
+    n *= d;
+  }
+  return n;
+}
+
+Shape contiguous_strides(const Shape& shape) {
+  Shape strides(shape.size());
+  std::int64_t s = 1;
+  for (std::size_t i = shape.size(); i-- > 0;) {
+    strides[i] = s;
+    s *= shape[i] > 0 ? shape[i] : 1;
+  }
+  return strides;
+}
+
+Tensor Tensor::empty(DType dtype, const Shape& shape) {
+  Tensor t;
+  t.dtype_ = dtype;
+  t.shape_ = shape;
+  t.strides_ = contiguous_strides(shape);
+  t.numel_ = shape_numel(shape);
+  const std::size_t item = dtype_size(dtype);
+  if (static_cast<std::uint64_t>(t.numel_) > std::numeric_limits<std::size_t>::max() / item / 2) {
+    throw OpError(ErrorCode::kResourceExhausted,
+                  "cannot allocate a tensor of shape " + shape_to_string(shape));
+  }
+  // Round up to the alignment (aligned_alloc requires it) and never ask for zero bytes.
+  std::size_t bytes = static_cast<std::size_t>(t.numel_) * item;
+  bytes = (bytes + 63) / 64 * 64;
+  if (bytes == 0) bytes = 64;
+  void* p = std::aligned_alloc(64, bytes);
+  if (p == nullptr) {
+    throw OpError(ErrorCode::kResourceExhausted,
+                  "OOM when allocating tensor with shape " + shape_to_string(shape) + " and type " +
+                      dtype_name(dtype) + " (" + std::to_string(bytes) + " bytes)");
+  }
+  t.data_ = p;
+  t.owner_ = std::shared_ptr<void>(p, [](void* q) { std::free(q); });
+  return t;
+}
+
+Tensor Tensor::zeros(DType dtype, const Shape& shape) {
+  Tensor t = empty(dtype, shape);
+  std::memset(t.data_, 0, t.nbytes());
+  return t;
+}
+
+Tensor Tensor::wrap(DType dtype, const Shape& shape, const Shape& strides, void* data,
+                    std::shared_ptr<void> owner) {
+  if (shape.size() != strides.size()) {
+    throw_invalid_argument("Tensor::wrap: shape and strides have different ranks");
+  }
+  Tensor t;
+  t.dtype_ = dtype;
+  t.shape_ = shape;
+  t.strides_ = strides;
+  t.numel_ = shape_numel(shape);
+  t.data_ = data;
+  t.owner_ = std::move(owner);
+  return t;
+}
+
+bool Tensor::is_contiguous() const noexcept {
+  std::int64_t expected = 1;
+  for (std::size_t i = shape_.size(); i-- > 0;) {
+    if (shape_[i] != 1 && strides_[i] != expected) return false;
+    expected *= shape_[i];
+  }
+  return true;
+}
+
+namespace {
+// Copies a strided tensor into contiguous memory, one innermost row at a time.
+void copy_strided(const Tensor& src, char* dst) {
+  const std::size_t item = dtype_size(src.dtype());
+  const int nd = src.ndim();
+  if (src.numel() == 0) return;
+  if (nd == 0) {
+    std::memcpy(dst, src.raw_data(), item);
+    return;
+  }
+  std::vector<std::int64_t> index(static_cast<std::size_t>(nd), 0);
+  const std::int64_t inner = src.shape().back();
+  const std::int64_t inner_stride = src.strides().back();
+  const std::int64_t rows = src.numel() / inner;
+  const char* base = static_cast<const char*>(src.raw_data());
+  for (std::int64_t r = 0; r < rows; ++r) {
+    std::int64_t offset = 0;
+    for (int d = 0; d < nd - 1; ++d) offset += index[static_cast<std::size_t>(d)] * src.strides()[static_cast<std::size_t>(d)];
+    const char* row = base + offset * static_cast<std::int64_t>(item);
+    if (inner_stride == 1) {
+      std::memcpy(dst, row, static_cast<std::size_t>(inner) * item);
+      dst += inner * static_cast<std::int64_t>(item);
+    } else {
+      for (std::int64_t j = 0; j < inner; ++j) {
+        std::memcpy(dst, row + j * inner_stride * static_cast<std::int64_t>(item), item);
+        dst += item;
+      }
+    }
+    for (int d = nd - 2; d >= 0; --d) {
+      auto& i = index[static_cast<std::size_t>(d)];
+      if (++i < src.shape()[static_cast<std::size_t>(d)]) break;
+      i = 0;
+    }
+  }
+}
+}  // namespace
+
+Tensor Tensor::contiguous() const {
+  if (is_contiguous()) return *this;
+  Tensor out = empty(dtype_, shape_);
+  copy_strided(*this, static_cast<char*>(out.raw_data()));
+  return out;
+}
+
+Tensor Tensor::reshaped(const Shape& shape) const {
+  if (shape_numel(shape) != numel_) {
+    throw_invalid_argument("cannot reshape a tensor of shape " + shape_to_string(shape_) +
+                           " into shape " + shape_to_string(shape));
+  }
+  Tensor src = contiguous();
+  return wrap(dtype_, shape, contiguous_strides(shape), src.data_, src.owner_);
+}
+
+}  // namespace opweave

@@ -1,0 +1,32 @@
+"""The installed package imports and reports its version."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+import opweave
+
+
+def test_version_is_semver_and_matches_extension() -> None:
+    from opweave import _opweave_core
+
+    assert re.fullmatch(r"\d+\.\d+\.\d+", opweave.__version__)
+    assert _opweave_core.__version__ == opweave.__version__
+
+
+def test_errors_map_codes_to_tensorflow_classes() -> None:
+    err = opweave.errors.error_from_code(opweave.errors.INVALID_ARGUMENT, "bad", "n1", "MatMul")
+    assert isinstance(err, opweave.errors.InvalidArgumentError)
+    assert "n1" in str(err)
+    assert "MatMul" in str(err)
+    assert isinstance(opweave.errors.error_from_code(999, "?"), opweave.errors.UnknownError)
+
+
+def test_cli_demo_runs() -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "opweave", "demo"], capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0, out.stderr
+    assert opweave.__version__ in out.stdout
