@@ -22,8 +22,29 @@ except ImportError as exc:  # pragma: no cover - exercised only on broken instal
         f"{exc}"
     ) from exc
 
-from . import errors
+from . import config, errors
+from ._threadpoolctl import register as _register_threadpoolctl
+from ._threads import (
+    get_num_interop_threads,
+    get_num_threads,
+    set_num_interop_threads,
+    set_num_threads,
+    threads,
+)
 
-__all__ = ["__version__", "errors"]
+__all__ = [
+    "__version__",
+    "config",
+    "errors",
+    "get_num_interop_threads",
+    "get_num_threads",
+    "set_num_interop_threads",
+    "set_num_threads",
+    "threads",
+]
+
+# threadpoolctl (optional) lists and limits opweave's intra-op pool once opweave is imported.
+_register_threadpoolctl()
+del _register_threadpoolctl
 
 del _core

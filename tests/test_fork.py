@@ -1,0 +1,202 @@
+"""Fork safety: a forked child (os.fork, multiprocessing's fork start method) runs kernels and
+graphs on pools rebuilt lazily with the parent's sizes; it never hangs, crashes or floods stderr.
+
+Every scenario runs in its own interpreter under a timeout, so a hang fails the test instead of
+the suite, and the pytest process itself (which may hold threads) never forks.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import opweave
+import pytest
+
+TIMEOUT_S = 60
+
+# Work used by every scenario: a kernel called directly and a graph run in a Session, both
+# checked against NumPy. Each returns only when the pools really ran the work.
+PRELUDE = textwrap.dedent(
+    """
+    import os, sys, threading, multiprocessing
+    import numpy as np
+    import opweave
+
+    A = np.arange(300 * 200, dtype=np.float64).reshape(300, 200) / 1e4
+
+    def kernel_work():
+        np.testing.assert_allclose(opweave.kernels.matmul(A, A.T), A @ A.T, rtol=1e-12)
+
+    def graph_work():
+        with opweave.Graph().as_default():
+            x = opweave.placeholder(opweave.float64, shape=(None, 200))
+            towers = [opweave.reduce_sum(opweave.matmul(x, x, transpose_b=True)) for _ in range(3)]
+            total = opweave.add_n(towers)
+            with opweave.Session() as sess:
+                got = sess.run(total, feed_dict={x: A})
+        np.testing.assert_allclose(got, 3 * (A @ A.T).sum(), rtol=1e-9)
+
+    def work():
+        kernel_work()
+        graph_work()
+        return [opweave.get_num_threads(), opweave.get_num_interop_threads()]
+    """
+)
+
+needs_graph = pytest.mark.skipif(
+    not hasattr(opweave, "Session"), reason="needs the graph runtime (issue 3)"
+)
+
+
+def _run(body: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPWEAVE_", "OMP_"))}
+    try:
+        return subprocess.run(
+            [sys.executable, "-c", PRELUDE + textwrap.dedent(body)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT_S,
+        )
+    except subprocess.TimeoutExpired as exc:
+        pytest.fail(f"hung for {TIMEOUT_S}s (a forked child waited on a dead thread?): {exc}")
+
+
+def _ok(proc: subprocess.CompletedProcess[str]) -> list[str]:
+    assert proc.returncode == 0, f"exit {proc.returncode}\nstdout:\n{proc.stdout}\n{proc.stderr}"
+    return proc.stdout.split()
+
+
+def _stderr_lines(proc: subprocess.CompletedProcess[str]) -> list[str]:
+    # Python >= 3.12 warns once when a multi-threaded process forks; that is Python's, not ours.
+    return [
+        line
+        for line in proc.stderr.splitlines()
+        if line.strip()
+        and "use of fork() may lead to deadlocks" not in line
+        and not line.lstrip().startswith(("self.pid = os.fork()", "pid = os.fork()"))
+    ]
+
+
+@needs_graph
+def test_os_fork_child_runs_kernels_and_graphs_with_the_parents_sizes() -> None:
+    proc = _run(
+        """
+        opweave.set_num_threads(2)
+        opweave.set_num_interop_threads(3)
+        work()  # the parent's pools exist and their workers are alive
+        pid = os.fork()
+        if pid == 0:
+            try:
+                sizes = work()
+                os._exit(0 if sizes == [2, 3] else 3)
+            except BaseException:
+                import traceback; traceback.print_exc()
+                os._exit(1)
+        _, status = os.waitpid(pid, 0)
+        print(os.waitstatus_to_exitcode(status))
+        print(*work())  # the parent's pools still work after the fork
+        """
+    )
+    assert _ok(proc) == ["0", "2", "3"]
+    assert _stderr_lines(proc) == []
+
+
+@needs_graph
+def test_child_forked_while_the_parent_is_busy_does_not_hang() -> None:
+    proc = _run(
+        """
+        opweave.set_num_threads(2)
+        stop = threading.Event()
+        def busy():
+            while not stop.is_set():
+                work()
+        threads = [threading.Thread(target=busy) for _ in range(2)]
+        for t in threads:
+            t.start()
+        codes = []
+        for _ in range(5):
+            pid = os.fork()
+            if pid == 0:
+                try:
+                    work()
+                    os._exit(0)
+                except BaseException:
+                    import traceback; traceback.print_exc()
+                    os._exit(1)
+            codes.append(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
+        stop.set()
+        for t in threads:
+            t.join()
+        print(*codes)
+        """
+    )
+    assert _ok(proc) == ["0"] * 5
+    assert _stderr_lines(proc) == []
+
+
+@needs_graph
+def test_grandchild_of_a_fork_still_runs_work() -> None:
+    proc = _run(
+        """
+        opweave.set_num_threads(2)
+        work()
+        def fork_and_work(depth):
+            pid = os.fork()
+            if pid == 0:
+                try:
+                    work()
+                    code = fork_and_work(depth - 1) if depth > 1 else 0
+                    os._exit(code)
+                except BaseException:
+                    import traceback; traceback.print_exc()
+                    os._exit(1)
+            return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+        print(fork_and_work(3))
+        """
+    )
+    assert _ok(proc) == ["0"]
+
+
+@needs_graph
+def test_multiprocessing_fork_pool_runs_graphs_in_every_child_with_the_parents_sizes() -> None:
+    proc = _run(
+        """
+        def task(i):
+            return work() + [i]
+
+        if __name__ == "__main__":
+            opweave.set_num_threads(2)
+            opweave.set_num_interop_threads(2)
+            work()
+            ctx = multiprocessing.get_context("fork")
+            with ctx.Pool(2) as pool:
+                results = pool.map(task, range(6))
+            assert results == [[2, 2, i] for i in range(6)], results
+            print("ok")
+        """
+    )
+    assert _ok(proc) == ["ok"]
+    assert _stderr_lines(proc) == []
+
+
+def test_many_forks_do_not_flood_stderr_and_keep_sizes() -> None:
+    proc = _run(
+        """
+        opweave.set_num_threads(2)
+        kernel_work()
+        codes = []
+        for _ in range(20):
+            pid = os.fork()
+            if pid == 0:
+                kernel_work()
+                os._exit(0 if opweave.get_num_threads() == 2 else 3)
+            codes.append(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
+        print(sum(codes))
+        """
+    )
+    assert _ok(proc) == ["0"]
+    assert _stderr_lines(proc) == []
