@@ -22,8 +22,8 @@ except ImportError as exc:  # pragma: no cover - exercised only on broken instal
         f"{exc}"
     ) from exc
 
-from . import errors
+from . import errors, kernels
 
-__all__ = ["__version__", "errors"]
+__all__ = ["__version__", "errors", "kernels"]
 
 del _core
