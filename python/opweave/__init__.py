@@ -22,7 +22,7 @@ except ImportError as exc:  # pragma: no cover - exercised only on broken instal
         f"{exc}"
     ) from exc
 
-from . import config, errors
+from . import config, errors, kernels
 from ._threadpoolctl import register as _register_threadpoolctl
 from ._threads import (
     get_num_interop_threads,
@@ -38,6 +38,7 @@ __all__ = [
     "errors",
     "get_num_interop_threads",
     "get_num_threads",
+    "kernels",
     "set_num_interop_threads",
     "set_num_threads",
     "threads",

@@ -1,8 +1,45 @@
 # Type stubs for the private extension module. Keep in step with csrc/bindings/.
+from collections.abc import Sequence
+from typing import Any, Optional
+
+import numpy as np
+
 __version__: str
 
 class CoreError(RuntimeError):
     """args = (code: int, message: str)"""
+
+# --- kernels (csrc/bindings/kernel_bindings.cpp) ---
+
+def matmul(
+    a: np.ndarray[Any, Any],
+    b: np.ndarray[Any, Any],
+    transpose_a: bool = ...,
+    transpose_b: bool = ...,
+    out: Optional[np.ndarray[Any, Any]] = ...,
+    num_threads: int = ...,
+) -> np.ndarray[Any, Any]: ...
+def reduce(
+    op: str,
+    x: np.ndarray[Any, Any],
+    axes: Optional[Sequence[int]] = ...,
+    keepdims: bool = ...,
+    num_threads: int = ...,
+) -> np.ndarray[Any, Any]: ...
+def binary(
+    op: str, a: np.ndarray[Any, Any], b: np.ndarray[Any, Any], num_threads: int = ...
+) -> np.ndarray[Any, Any]: ...
+def unary(op: str, x: np.ndarray[Any, Any], num_threads: int = ...) -> np.ndarray[Any, Any]: ...
+def add_n(
+    inputs: Sequence[np.ndarray[Any, Any]], num_threads: int = ...
+) -> np.ndarray[Any, Any]: ...
+def cast(
+    x: np.ndarray[Any, Any], dtype: np.dtype[Any], num_threads: int = ...
+) -> np.ndarray[Any, Any]: ...
+def transpose(
+    x: np.ndarray[Any, Any], perm: Sequence[int] = ..., num_threads: int = ...
+) -> np.ndarray[Any, Any]: ...
+def gemm_isa(dtype: str) -> str: ...
 
 # Global pools (csrc/opweave/runtime.h, bound in pool_bindings.cpp).
 def intra_op_parallelism() -> int: ...
