@@ -41,21 +41,32 @@ PRELUDE = textwrap.dedent(
 
     def work():
         kernel_work()
-        graph_work()
+        if WORKLOAD == "graph":
+            graph_work()
         return [opweave.get_num_threads(), opweave.get_num_interop_threads()]
     """
 )
 
-needs_graph = pytest.mark.skipif(
-    not hasattr(opweave, "Session"), reason="needs the graph runtime (issue 3)"
+# Every scenario runs kernels alone, then kernels and a graph (once the graph runtime exists).
+workloads = pytest.mark.parametrize(
+    "workload",
+    [
+        "kernels",
+        pytest.param(
+            "graph",
+            marks=pytest.mark.skipif(
+                not hasattr(opweave, "Session"), reason="needs the graph runtime (issue 3)"
+            ),
+        ),
+    ],
 )
 
 
-def _run(body: str) -> subprocess.CompletedProcess[str]:
+def _run(body: str, workload: str = "kernels") -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPWEAVE_", "OMP_"))}
     try:
         return subprocess.run(
-            [sys.executable, "-c", PRELUDE + textwrap.dedent(body)],
+            [sys.executable, "-c", f"WORKLOAD = {workload!r}\n{PRELUDE}{textwrap.dedent(body)}"],
             env=env,
             capture_output=True,
             text=True,
@@ -81,8 +92,8 @@ def _stderr_lines(proc: subprocess.CompletedProcess[str]) -> list[str]:
     ]
 
 
-@needs_graph
-def test_os_fork_child_runs_kernels_and_graphs_with_the_parents_sizes() -> None:
+@workloads
+def test_os_fork_child_runs_kernels_and_graphs_with_the_parents_sizes(workload: str) -> None:
     proc = _run(
         """
         opweave.set_num_threads(2)
@@ -99,14 +110,15 @@ def test_os_fork_child_runs_kernels_and_graphs_with_the_parents_sizes() -> None:
         _, status = os.waitpid(pid, 0)
         print(os.waitstatus_to_exitcode(status))
         print(*work())  # the parent's pools still work after the fork
-        """
+        """,
+        workload,
     )
     assert _ok(proc) == ["0", "2", "3"]
     assert _stderr_lines(proc) == []
 
 
-@needs_graph
-def test_child_forked_while_the_parent_is_busy_does_not_hang() -> None:
+@workloads
+def test_child_forked_while_the_parent_is_busy_does_not_hang(workload: str) -> None:
     proc = _run(
         """
         opweave.set_num_threads(2)
@@ -132,14 +144,15 @@ def test_child_forked_while_the_parent_is_busy_does_not_hang() -> None:
         for t in threads:
             t.join()
         print(*codes)
-        """
+        """,
+        workload,
     )
     assert _ok(proc) == ["0"] * 5
     assert _stderr_lines(proc) == []
 
 
-@needs_graph
-def test_grandchild_of_a_fork_still_runs_work() -> None:
+@workloads
+def test_grandchild_of_a_fork_still_runs_work(workload: str) -> None:
     proc = _run(
         """
         opweave.set_num_threads(2)
@@ -156,13 +169,16 @@ def test_grandchild_of_a_fork_still_runs_work() -> None:
                     os._exit(1)
             return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
         print(fork_and_work(3))
-        """
+        """,
+        workload,
     )
     assert _ok(proc) == ["0"]
 
 
-@needs_graph
-def test_multiprocessing_fork_pool_runs_graphs_in_every_child_with_the_parents_sizes() -> None:
+@workloads
+def test_multiprocessing_fork_pool_runs_work_in_every_child_with_the_parents_sizes(
+    workload: str,
+) -> None:
     proc = _run(
         """
         def task(i):
@@ -177,7 +193,8 @@ def test_multiprocessing_fork_pool_runs_graphs_in_every_child_with_the_parents_s
                 results = pool.map(task, range(6))
             assert results == [[2, 2, i] for i in range(6)], results
             print("ok")
-        """
+        """,
+        workload,
     )
     assert _ok(proc) == ["ok"]
     assert _stderr_lines(proc) == []
