@@ -45,12 +45,12 @@ def inter_threads() -> int:
 
 def intra_source() -> str:
     """Which rule chose the intra-op size, e.g. ``"OMP_NUM_THREADS=4"``."""
-    return str(_core.runtime_info()["intra_source"])
+    return str(_core.intra_op_parallelism_source())
 
 
 def inter_source() -> str:
     """Which rule chose the inter-op size."""
-    return str(_core.runtime_info()["inter_source"])
+    return str(_core.inter_op_parallelism_source())
 
 
 def explicit_intra() -> int:
