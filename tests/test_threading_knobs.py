@@ -1,0 +1,152 @@
+"""The OpenMP-style knobs for our own pools: spin time before parking (OPWEAVE_SPIN_TIME_US, like
+KMP_BLOCKTIME) and worker pinning (OPWEAVE_AFFINITY, like KMP_AFFINITY), both shown in
+parallel_info(). Each case runs in a fresh process with its own environment."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+import opweave
+
+# Prints the parallel_info() text, the CPUs each intra-op worker may run on, and the pool's
+# counters 300 ms after one parallel op (time enough to park when spinning is short).
+PROBE = """
+import json, os, time
+import numpy as np
+import opweave
+from opweave import _opweave_core, _pool
+
+opweave.set_num_threads(3)
+a = np.ones((300, 300))
+opweave.kernels.matmul(a, a)
+_pool.reset_pool_stats("intra")
+opweave.kernels.matmul(a, a)
+time.sleep(0.3)
+
+def allowed(tid):
+    with open(f"/proc/self/task/{tid}/status") as f:
+        for line in f:
+            if line.startswith("Cpus_allowed_list:"):
+                return line.split(":", 1)[1].strip()
+
+stats = _pool.pool_stats("intra")
+print(json.dumps({
+    "info": opweave.parallel_info(),
+    "workers": [allowed(t) for t in _opweave_core.pool_worker_thread_ids("intra")],
+    "parks": stats.parks,
+}))
+"""
+
+
+def _probe(affinity: set[int] | None = None, **env: str) -> dict[str, object]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("OPWEAVE_", "OMP_"))}
+
+    def pin() -> None:
+        if affinity is not None:
+            os.sched_setaffinity(0, affinity)
+
+    out = subprocess.run(
+        [sys.executable, "-c", PROBE],
+        env={**clean, **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+        preexec_fn=pin,
+    )
+    result: dict[str, object] = json.loads(out.stdout.strip().splitlines()[-1])
+    return result
+
+
+def _info_line(info: object, key: str) -> str:
+    assert isinstance(info, str)
+    (line,) = [ln for ln in info.splitlines() if ln.startswith(key)]
+    return line
+
+
+def _cpu_list(text: str) -> set[int]:
+    cpus: set[int] = set()
+    for part in text.split(","):
+        lo, _, hi = part.partition("-")
+        cpus.update(range(int(lo), int(hi or lo) + 1))
+    return cpus
+
+
+def test_spin_time_defaults_to_50_us_and_parallel_info_says_so() -> None:
+    line = _info_line(_probe()["info"], "spin before parking")
+    assert "50 us" in line
+    assert "[default]" in line
+
+
+def test_spin_time_env_var_is_shown_with_its_rule() -> None:
+    line = _info_line(_probe(OPWEAVE_SPIN_TIME_US="0")["info"], "spin before parking")
+    assert "0 us" in line
+    assert "[OPWEAVE_SPIN_TIME_US=0]" in line
+
+
+def test_an_invalid_spin_time_is_ignored_and_parallel_info_says_why() -> None:
+    line = _info_line(_probe(OPWEAVE_SPIN_TIME_US="soon")["info"], "spin before parking")
+    assert "50 us" in line
+    assert "ignored" in line
+
+
+def test_zero_spin_time_parks_idle_workers_at_once() -> None:
+    assert _probe(OPWEAVE_SPIN_TIME_US="0")["parks"] == 2
+
+
+def test_long_spin_time_keeps_idle_workers_spinning_instead_of_parking() -> None:
+    assert _probe(OPWEAVE_SPIN_TIME_US="5000000")["parks"] == 0
+
+
+def test_affinity_defaults_to_none_and_workers_keep_the_process_mask() -> None:
+    result = _probe()
+    assert "none [default]" in _info_line(result["info"], "worker affinity")
+    process = os.sched_getaffinity(0)
+    workers = result["workers"]
+    assert isinstance(workers, list)
+    assert [_cpu_list(w) for w in workers] == [process, process]
+
+
+@pytest.mark.parametrize("mode", ["compact", "scatter"])
+def test_pinning_puts_each_worker_on_one_allowed_cpu(mode: str) -> None:
+    result = _probe(OPWEAVE_AFFINITY=mode)
+    assert f"{mode} [OPWEAVE_AFFINITY={mode}]" in _info_line(result["info"], "worker affinity")
+    workers = result["workers"]
+    assert isinstance(workers, list)
+    pinned = [_cpu_list(w) for w in workers]
+    assert all(len(p) == 1 and p <= os.sched_getaffinity(0) for p in pinned), pinned
+    if len(os.sched_getaffinity(0)) >= 2:
+        assert pinned[0] != pinned[1], "two workers on two CPUs share none"
+
+
+@pytest.mark.parametrize("mode", ["compact", "scatter"])
+def test_pinning_respects_the_processs_allowed_cpus(mode: str) -> None:
+    allowed = {max(os.sched_getaffinity(0))}
+    result = _probe(affinity=allowed, OPWEAVE_AFFINITY=mode)
+    workers = result["workers"]
+    assert isinstance(workers, list)
+    assert [_cpu_list(w) for w in workers] == [allowed, allowed]
+
+
+def test_an_invalid_affinity_is_ignored_and_parallel_info_says_why() -> None:
+    line = _info_line(_probe(OPWEAVE_AFFINITY="everywhere")["info"], "worker affinity")
+    assert "none" in line
+    assert "ignored" in line
+
+
+def test_python_m_opweave_info_prints_parallel_info() -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "opweave", "info"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    for key in ("intra-op parallelism", "inter-op parallelism", "spin before", "worker affinity"):
+        assert key in out.stdout
+    assert opweave.__version__ in out.stdout
