@@ -9,9 +9,8 @@ import os
 import subprocess
 import sys
 
-import pytest
-
 import opweave
+import pytest
 
 # Prints the parallel_info() text, the CPUs each intra-op worker may run on, and the pool's
 # counters 300 ms after one parallel op (time enough to park when spinning is short).
