@@ -12,8 +12,8 @@ import sys
 import opweave
 import pytest
 
-# Prints the parallel_info() text, the CPUs each intra-op worker may run on, and the pool's
-# counters 300 ms after one parallel op (time enough to park when spinning is short).
+# Prints the parallel_info() text, and for each intra-op worker (3 threads per op: 2 workers) the
+# CPUs it may run on and its scheduler state 300 ms after a parallel op, and the pool's parks.
 PROBE = """
 import json, os, time
 import numpy as np
@@ -33,11 +33,16 @@ def allowed(tid):
             if line.startswith("Cpus_allowed_list:"):
                 return line.split(":", 1)[1].strip()
 
-stats = _pool.pool_stats("intra")
+def state(tid):  # R: running or runnable (spinning), S: asleep (parked)
+    with open(f"/proc/self/task/{tid}/stat") as f:
+        return f.read().rsplit(")", 1)[1].split()[0]
+
+tids = _opweave_core.pool_worker_thread_ids("intra")
 print(json.dumps({
     "info": opweave.parallel_info(),
-    "workers": [allowed(t) for t in _opweave_core.pool_worker_thread_ids("intra")],
-    "parks": stats.parks,
+    "workers": [allowed(t) for t in tids],
+    "states": [state(t) for t in tids],
+    "parks": _pool.pool_stats("intra").parks,
 }))
 """
 
@@ -95,11 +100,13 @@ def test_an_invalid_spin_time_is_ignored_and_parallel_info_says_why() -> None:
 
 
 def test_zero_spin_time_parks_idle_workers_at_once() -> None:
-    assert _probe(OPWEAVE_SPIN_TIME_US="0")["parks"] == 2
+    assert _probe(OPWEAVE_SPIN_TIME_US="0")["states"] == ["S", "S"]
 
 
 def test_long_spin_time_keeps_idle_workers_spinning_instead_of_parking() -> None:
-    assert _probe(OPWEAVE_SPIN_TIME_US="5000000")["parks"] == 0
+    result = _probe(OPWEAVE_SPIN_TIME_US="5000000")
+    assert result["states"] == ["R", "R"]
+    assert result["parks"] == 0
 
 
 def test_affinity_defaults_to_none_and_workers_keep_the_process_mask() -> None:
