@@ -23,7 +23,8 @@ except ImportError as exc:  # pragma: no cover - exercised only on broken instal
     ) from exc
 
 from . import errors
+from ._pool import parallel_info
 
-__all__ = ["__version__", "errors"]
+__all__ = ["__version__", "errors", "parallel_info"]
 
 del _core
