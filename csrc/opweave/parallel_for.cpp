@@ -7,6 +7,9 @@
 #include <condition_variable>
 #include <exception>
 #include <mutex>
+#include <thread>
+
+#include "opweave/spin.h"
 
 namespace opweave {
 namespace {
@@ -125,11 +128,23 @@ void parallel_for(ThreadPool* pool, std::int64_t begin, std::int64_t end, std::i
   // Help until every chunk has finished: run queued tasks (ours first when this thread is a
   // worker of the pool: its own deque is popped first). With nothing to run, sleep until the
   // loop is done or a chunk runner split off a piece for us (caller_waiting makes them split).
+  // Like an idle worker, spin for the pool's spin time before sleeping: a short loop's last
+  // chunk usually finishes within microseconds, far sooner than a futex wake-up.
   loop.caller_waiting.store(1, std::memory_order_relaxed);  // a splitting hint only
-  for (;;) {
+  const auto spin_until =
+      std::chrono::steady_clock::now() + std::chrono::microseconds(pool->options().spin_time_us);
+  for (int round = 1;; ++round) {
     // acquire: pairs with the finishers' release; done is then set (or about to be) by the last.
     if (loop.pending.load(std::memory_order_acquire) == 0) break;
     if (pool->try_run_one()) continue;
+    if (std::chrono::steady_clock::now() < spin_until) {
+      if (round % 16 == 0) {
+        std::this_thread::yield();  // the machine may be oversubscribed
+      } else {
+        cpu_relax();
+      }
+      continue;
+    }
     std::unique_lock<std::mutex> lock(loop.mutex);  // guards done; splitters notify under it
     if (loop.cv.wait_for(lock, kHelpRecheck,
                          [&] {

@@ -15,6 +15,7 @@
 
 #include "opweave/errors.h"
 #include "opweave/event_count.h"
+#include "opweave/spin.h"
 #include "opweave/work_stealing_deque.h"
 
 namespace opweave {
@@ -55,12 +56,6 @@ struct WorkerContext {
   int index = -1;
 };
 thread_local WorkerContext t_worker;
-
-inline void cpu_relax() noexcept {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#endif
-}
 
 void run_and_delete(Task* task) noexcept {
   try {
@@ -181,18 +176,36 @@ struct ThreadPool::Impl {
     return true;
   }
 
-  Task* pop_injected(int start) {
+  // A worker (self >= 0) also moves a batch (its fair share, at most kInjectBatch) into its own
+  // deque, so a stream of outside tasks costs one lock round-trip per batch, not per task.
+  Task* pop_injected(int self) {
+    static constexpr std::size_t kInjectBatch = 32;
     // relaxed: a searcher re-checks after a synchronizing EventCount RMW, see event_count.h.
     if (injected_pending.load(std::memory_order_relaxed) <= 0) return nullptr;
+    const int start = self >= 0 ? self : 0;
     for (int k = 0; k < num_injection; ++k) {
       InjectionQueue& queue = injection[static_cast<std::size_t>((start + k) % num_injection)];
-      std::lock_guard<std::mutex> lock(queue.mutex);  // guards queue.tasks
-      if (!queue.tasks.empty()) {
-        Task* t = queue.tasks.front();
+      std::size_t moved = 0;
+      Task* first = nullptr;
+      {
+        std::lock_guard<std::mutex> lock(queue.mutex);  // guards queue.tasks
+        if (queue.tasks.empty()) continue;
+        first = queue.tasks.front();
         queue.tasks.pop_front();
-        injected_pending.fetch_sub(1, std::memory_order_relaxed);  // a hint, see above
-        return t;
+        if (self >= 0) {
+          const std::size_t share =
+              std::min(kInjectBatch, queue.tasks.size() / static_cast<std::size_t>(workers.size()));
+          WorkStealingDeque<Task*>& own = workers[static_cast<std::size_t>(self)]->deque;
+          while (moved < share && own.push(queue.tasks.front())) {
+            queue.tasks.pop_front();
+            ++moved;
+          }
+        }
+        // relaxed: a hint, see above.
+        injected_pending.fetch_sub(static_cast<std::int64_t>(1 + moved), std::memory_order_relaxed);
       }
+      if (moved > 0) event_count.notify();  // others may steal the batch
+      return first;
     }
     return nullptr;
   }
@@ -221,7 +234,7 @@ struct ThreadPool::Impl {
     if (self >= 0) {
       if (Task* t = workers[static_cast<std::size_t>(self)]->deque.pop()) return t;
     }
-    if (Task* t = pop_injected(self >= 0 ? self : 0)) return t;
+    if (Task* t = pop_injected(self)) return t;
     if (Task* t = steal_any(self, rng)) {
       counters.add(counters.steals);
       return t;
@@ -295,7 +308,7 @@ struct ThreadPool::Impl {
     std::size_t dropped = 0;
     std::uint64_t rng = 0x2545F4914F6CDD1Dull;
     for (;;) {
-      Task* t = pop_injected(0);
+      Task* t = pop_injected(-1);
       if (t == nullptr) t = steal_any(-1, rng);
       if (t == nullptr) return dropped;
       if (run_pending || t->must_run()) {
