@@ -1,27 +1,29 @@
 # Type stubs for the private extension module. Keep in step with csrc/bindings/.
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
 __version__: str
 
 class CoreError(RuntimeError):
     """args = (code: int, message: str)"""
 
 # --- kernels (csrc/bindings/kernel_bindings.cpp) ---
-from collections.abc import Sequence
-from typing import Any, Optional
-
-import numpy as np
 
 def matmul(
     a: np.ndarray[Any, Any],
     b: np.ndarray[Any, Any],
     transpose_a: bool = ...,
     transpose_b: bool = ...,
-    out: Optional[np.ndarray[Any, Any]] = ...,
+    out: np.ndarray[Any, Any] | None = ...,
     num_threads: int = ...,
 ) -> np.ndarray[Any, Any]: ...
 def reduce(
     op: str,
     x: np.ndarray[Any, Any],
-    axes: Optional[Sequence[int]] = ...,
+    axes: Sequence[int] | None = ...,
     keepdims: bool = ...,
     num_threads: int = ...,
 ) -> np.ndarray[Any, Any]: ...
@@ -39,3 +41,17 @@ def transpose(
     x: np.ndarray[Any, Any], perm: Sequence[int] = ..., num_threads: int = ...
 ) -> np.ndarray[Any, Any]: ...
 def gemm_isa(dtype: str) -> str: ...
+
+# --- pool (csrc/bindings/pool_bindings.cpp) ---
+
+def runtime_info() -> dict[str, Any]: ...
+def pool_stats(name: str) -> dict[str, int]: ...
+def reset_pool_stats(name: str) -> None: ...
+def pool_worker_thread_ids(name: str) -> list[int]: ...
+def pool_num_workers(name: str) -> int: ...
+def intra_op_parallelism() -> int: ...
+def inter_op_parallelism() -> int: ...
+def set_intra_op_parallelism(n: int, source: str) -> None: ...
+def set_inter_op_parallelism(n: int, source: str) -> None: ...
+def configure_parallelism_if_unset(intra: int, inter: int, source: str) -> dict[str, Any]: ...
+def parallel_sin_sum(x: npt.NDArray[np.float64], repeats: int) -> float: ...
