@@ -23,6 +23,7 @@ except ImportError as exc:  # pragma: no cover - exercised only on broken instal
     ) from exc
 
 from . import config, errors, kernels
+from ._pool import parallel_info
 from ._threadpoolctl import register as _register_threadpoolctl
 from ._threads import (
     get_num_interop_threads,
@@ -39,6 +40,7 @@ __all__ = [
     "get_num_interop_threads",
     "get_num_threads",
     "kernels",
+    "parallel_info",
     "set_num_interop_threads",
     "set_num_threads",
     "threads",
