@@ -8,6 +8,7 @@ the suite, and the pytest process itself (which may hold threads) never forks.
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -23,12 +24,17 @@ PRELUDE = textwrap.dedent(
     """
     import os, sys, threading, multiprocessing
     import numpy as np
+    import numpy.testing  # imported before any fork: a child cannot finish an import that a
+                          # parent thread was in the middle of (Python's import lock)
     import opweave
 
     A = np.arange(300 * 200, dtype=np.float64).reshape(300, 200) / 1e4
+    # NumPy's own matmul only here, before any thread starts: OpenBLAS itself can hang a fork
+    # that happens while another thread is inside it (its prefork handler joins its workers).
+    REF = A @ A.T
 
     def kernel_work():
-        np.testing.assert_allclose(opweave.kernels.matmul(A, A.T), A @ A.T, rtol=1e-12)
+        np.testing.assert_allclose(opweave.kernels.matmul(A, A.T), REF, rtol=1e-12)
 
     def graph_work():
         with opweave.Graph().as_default():
@@ -37,7 +43,7 @@ PRELUDE = textwrap.dedent(
             total = opweave.add_n(towers)
             with opweave.Session() as sess:
                 got = sess.run(total, feed_dict={x: A})
-        np.testing.assert_allclose(got, 3 * (A @ A.T).sum(), rtol=1e-9)
+        np.testing.assert_allclose(got, 3 * REF.sum(), rtol=1e-9)
 
     def work():
         kernel_work()
@@ -64,16 +70,23 @@ workloads = pytest.mark.parametrize(
 
 def _run(body: str, workload: str = "kernels") -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPWEAVE_", "OMP_"))}
-    try:
-        return subprocess.run(
-            [sys.executable, "-c", f"WORKLOAD = {workload!r}\n{PRELUDE}{textwrap.dedent(body)}"],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=TIMEOUT_S,
-        )
-    except subprocess.TimeoutExpired as exc:
-        pytest.fail(f"hung for {TIMEOUT_S}s (a forked child waited on a dead thread?): {exc}")
+    code = f"WORKLOAD = {workload!r}\n{PRELUDE}{textwrap.dedent(body)}"
+    # Own session: on a timeout the whole group goes, forked children included.
+    with subprocess.Popen(
+        [sys.executable, "-c", code],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    ) as proc:
+        try:
+            out, err = proc.communicate(timeout=TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+            pytest.fail(f"hung for {TIMEOUT_S}s (a forked child waited on a dead thread?)")
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 
 def _ok(proc: subprocess.CompletedProcess[str]) -> list[str]:
