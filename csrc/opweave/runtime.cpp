@@ -89,6 +89,30 @@ std::int64_t spin_time_us(std::string* source) {
   return 50;
 }
 
+// --- issue 7: an explicit spin time (set_spin_time_us / the first Session's ConfigProto) ---
+struct SpinSetting {
+  bool is_explicit = false;
+  std::int64_t us = 0;
+  std::string source;
+};
+SpinSetting g_spin;  // guarded by g_mutex
+
+std::int64_t spin_time_locked(std::string* source) {
+  if (!g_spin.is_explicit) return spin_time_us(source);
+  if (source) *source = g_spin.source;
+  return g_spin.us;
+}
+
+void apply_spin_time_locked() {
+  const std::int64_t us = spin_time_locked(nullptr);
+  for (GlobalPool* g : {&g_intra, &g_inter}) {
+    // relaxed: g_mutex orders creation and this read.
+    ThreadPool* p = g->pool.load(std::memory_order_relaxed);
+    if (p != nullptr && p->options().spin_time_us != us) p->set_spin_time_us(us);
+  }
+}
+// --- end issue 7 ---
+
 Affinity affinity_setting(std::string* source) {
   const char* text = std::getenv("OPWEAVE_AFFINITY");
   if (text == nullptr || *text == '\0') {
@@ -135,7 +159,7 @@ ThreadPool* create_locked(GlobalPool& g) {
   PoolOptions options;
   options.num_workers = workers_for(g);
   options.name = g.name;
-  options.spin_time_us = spin_time_us(nullptr);
+  options.spin_time_us = spin_time_locked(nullptr);  // issue 7: explicit, else environment
   options.affinity = affinity_setting(nullptr);
   auto* pool = new ThreadPool(std::move(options));  // process lifetime; see atfork_child
   // release: a thread that loads the pointer with acquire sees a fully built pool.
@@ -230,10 +254,10 @@ ParallelismInEffect configure_parallelism_if_unset(int intra, int inter, std::st
 
 RuntimeInfo runtime_info() {
   RuntimeInfo info;
-  info.spin_time_us = spin_time_us(&info.spin_time_source);
   info.affinity = affinity_setting(&info.affinity_source);
   info.cpu = cpu_info();
   std::lock_guard<std::mutex> lock(g_mutex);  // one consistent snapshot of both pools
+  info.spin_time_us = spin_time_locked(&info.spin_time_source);  // issue 7: under g_mutex
   for (GlobalPool* g : {&g_intra, &g_inter}) resolve_locked(*g);
   const std::string fork_note = g_forked_child ? " (rebuilt lazily after fork)" : "";
   info.intra_op_parallelism = g_intra.setting.value;
@@ -245,6 +269,25 @@ RuntimeInfo runtime_info() {
   info.inter_pool_created = g_inter.pool.load(std::memory_order_relaxed) != nullptr;
   return info;
 }
+
+// --- issue 7 ---
+void set_spin_time_us(std::int64_t us, std::string source) {
+  install_atfork_once();
+  std::lock_guard<std::mutex> lock(g_mutex);  // setting + rebuild are one step
+  g_spin = us < 0 ? SpinSetting{} : SpinSetting{true, us, std::move(source)};
+  apply_spin_time_locked();
+}
+
+bool configure_spin_time_if_unset(std::int64_t us, std::string source) {
+  std::lock_guard<std::mutex> lock(g_mutex);  // decide atomically w.r.t. pool creation
+  // relaxed: g_mutex orders creation and these reads.
+  const bool created = g_intra.pool.load(std::memory_order_relaxed) != nullptr ||
+                       g_inter.pool.load(std::memory_order_relaxed) != nullptr;
+  if (us < 0 || g_spin.is_explicit || created) return false;
+  g_spin = SpinSetting{true, us, std::move(source)};
+  return true;
+}
+// --- end issue 7 ---
 
 const char* affinity_name(Affinity affinity) noexcept {
   switch (affinity) {

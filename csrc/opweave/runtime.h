@@ -96,6 +96,16 @@ struct RuntimeInfo {
 };
 RuntimeInfo runtime_info();
 
+// --- Spin time set at run time (issue 7: ConfigProto.experimental.spin_time_us) ---
+// An explicit spin time for the global pools (us >= 0; 0 = never spin) takes precedence over
+// OPWEAVE_SPIN_TIME_US; us < 0 goes back to the environment / the default. Existing global pools
+// rebuild their workers (between uses, as set_*_op_parallelism). Thread-safe.
+void set_spin_time_us(std::int64_t us, std::string source);
+// For the first Session: sets the spin time as above only when none was set explicitly and
+// neither global pool exists yet (the pools' sizes follow the same rule). Returns whether it
+// applied. Thread-safe.
+bool configure_spin_time_if_unset(std::int64_t us, std::string source);
+
 // "none", "compact", "scatter".
 const char* affinity_name(Affinity affinity) noexcept;
 

@@ -399,6 +399,19 @@ void ThreadPool::resize(int num_workers) {
   impl_->start(num_workers);
 }
 
+// (issue 7) Workers read options.spin_time_us when they start, so a new spin time means new
+// workers; the option changes while none is running (after shutdown, under lifecycle_mutex).
+void ThreadPool::set_spin_time_us(std::int64_t us) {
+  if (us < 0) {
+    throw_invalid_argument("ThreadPool::set_spin_time_us: expected >= 0, got " +
+                           std::to_string(us));
+  }
+  impl_->shutdown(true);
+  std::lock_guard<std::mutex> lifecycle(impl_->lifecycle_mutex);  // as in resize()
+  impl_->options.spin_time_us = us;
+  impl_->start(impl_->options.num_workers);
+}
+
 std::size_t ThreadPool::shutdown(bool run_pending) { return impl_->shutdown(run_pending); }
 
 int ThreadPool::current_worker_index() const noexcept {

@@ -82,6 +82,9 @@ class ThreadPool {
   // thread-safe against concurrent schedule()/parallel_for on this pool; throws
   // OpError(kFailedPrecondition) when called from one of its own workers. Reopens a shut-down pool.
   void resize(int num_workers);
+  // (issue 7) Between uses, like resize(): rebuilds the workers so that they spin for `us`
+  // microseconds before parking (options().spin_time_us; 0 = never spin). Same thread-safety.
+  void set_spin_time_us(std::int64_t us);
   // Runs (run_pending) or drops every queued task, then joins. Idempotent. Returns how many
   // tasks were dropped (tasks a thread waits for, see Task::must_run, are run, not dropped).
   // Thread-safe; throws OpError(kFailedPrecondition) from one of its own workers.

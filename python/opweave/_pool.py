@@ -176,6 +176,11 @@ def parallel_info() -> str:
         "OPWEAVE_NUM_INTRAOP_THREADS / OPWEAVE_NUM_INTEROP_THREADS > OMP_NUM_THREADS (intra) > "
         "available CPUs",
     ]
+    # Named and per-session pools (issue 7): whoever creates one registers it with its rule.
+    for pool in _core.describe_pools():
+        lines.append(
+            f"{pool['kind']:<21}: '{pool['label']}' {pool['workers']} workers [{pool['source']}]"
+        )
     return "\n".join(lines)
 
 
