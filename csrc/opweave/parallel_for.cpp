@@ -82,7 +82,7 @@ void Loop::run_range(std::int64_t b, std::int64_t e) {
     const int hungry = pool->idle_workers() + caller_waiting.load(std::memory_order_relaxed);
     if (hungry > unclaimed.load(std::memory_order_relaxed) &&
         !failed.load(std::memory_order_relaxed)) {
-      const std::int64_t mid = b + (e - b) / 2;
+      const std::int64_t mid = b + (e - b) / 2 / grain * grain;  // stays on the grain lattice
       // relaxed: this thread holds a pending count itself, so pending cannot reach zero here;
       // the task's publication through the pool orders everything else.
       pending.fetch_add(1, std::memory_order_relaxed);
@@ -114,8 +114,10 @@ void parallel_for(ThreadPool* pool, std::int64_t begin, std::int64_t end, std::i
       fn(begin, end);
       return;
     }
-    const double min_grain = std::ceil(kMinChunkCycles / cost_per_element);
-    if (static_cast<double>(grain) < min_grain) grain = static_cast<std::int64_t>(min_grain);
+    // Coarsen to whole multiples of the caller's grain, keeping the boundary lattice.
+    const double multiple =
+        std::ceil(kMinChunkCycles / cost_per_element / static_cast<double>(grain));
+    if (multiple > 1) grain *= static_cast<std::int64_t>(multiple);
   }
   if (pool == nullptr || pool->num_workers() == 0 || n < 2 * grain) {
     fn(begin, end);

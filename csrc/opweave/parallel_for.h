@@ -22,12 +22,13 @@
 namespace opweave {
 
 // Runs fn(chunk_begin, chunk_end) over disjoint chunks covering [begin, end) exactly once, on the
-// caller plus at most pool->num_workers() workers. grain: smallest chunk (only the range's last
-// chunk may be shorter). cost_per_element: CPU cycles one index costs (0 = unknown: only grain
-// decides); a loop whose total cost is below kInlineCycles runs inline on the caller, and chunks
-// are made at least kMinChunkCycles long. pool may be null (serial). The first exception thrown by
-// fn is rethrown here after every started chunk has finished; once one was thrown, chunks not yet
-// started are skipped. Safe to call from inside a pool worker (nested calls help, never deadlock).
+// caller plus at most pool->num_workers() workers. grain: smallest chunk; every chunk boundary is
+// begin + a multiple of grain (so blocked kernels get whole blocks), except end itself.
+// cost_per_element: CPU cycles one index costs (0 = unknown: only grain decides); a loop whose
+// total cost is below kInlineCycles runs inline on the caller, and chunks are made at least
+// kMinChunkCycles long. pool may be null (serial). The first exception thrown by fn is rethrown
+// here after every started chunk has finished; once one was thrown, chunks not yet started are
+// skipped. Safe to call from inside a pool worker (nested calls help, never deadlock).
 inline constexpr double kInlineCycles = 20000.0;  // ~ the cost of waking a parked worker, x3
 inline constexpr double kMinChunkCycles = 10000.0;
 

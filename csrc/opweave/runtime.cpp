@@ -186,15 +186,14 @@ void check_size(int n, const char* what) {
 void set_size(GlobalPool& g, int n, std::string source, const char* what) {
   check_size(n, what);
   std::lock_guard<std::mutex> lock(g_mutex);  // settings + resize are one step
-  if (n == 0) {
-    g.explicit_size = false;
-    g.setting = default_setting(g.intra);
-  } else {
-    g.explicit_size = true;
-    g.setting = {n, std::move(source)};
-  }
+  const Setting next = n == 0 ? default_setting(g.intra) : Setting{n, std::move(source)};
+  // Resize first: if it throws (called from one of the pool's own workers), nothing changed.
   // relaxed: g_mutex orders creation and this read.
-  if (ThreadPool* p = g.pool.load(std::memory_order_relaxed)) p->resize(workers_for(g));
+  if (ThreadPool* p = g.pool.load(std::memory_order_relaxed)) {
+    p->resize(g.intra ? next.value - 1 : next.value);
+  }
+  g.explicit_size = n != 0;
+  g.setting = next;
 }
 
 std::string source_of(GlobalPool& g) {

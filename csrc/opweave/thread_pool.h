@@ -95,7 +95,9 @@ class ThreadPool {
   std::vector<long> worker_thread_ids() const;
   // Sums of per-worker counters (relaxed reads: exact once the pool is quiet). Thread-safe.
   PoolStats stats() const;
+  // Zeroes every counter. Thread-safe (increments racing with it may survive).
   void reset_stats();
+  // The options the pool runs with (num_workers follows resize()). Thread-safe between resizes.
   const PoolOptions& options() const noexcept;
   // Workers searching for work or asleep right now: a hint for lazy splitting. Thread-safe.
   int idle_workers() const noexcept;

@@ -29,7 +29,8 @@ ThreadPool make_pool(int threads, std::int64_t spin_us = 50) {
 
 }  // namespace
 
-OPWEAVE_TEST(every_index_is_covered_exactly_once_for_random_ranges_grains_and_1_to_8_threads) {
+OPWEAVE_TEST(
+    every_index_is_covered_once_by_grain_aligned_chunks_for_random_ranges_and_1_to_8_threads) {
   std::mt19937_64 rng(42);
   for (int threads = 1; threads <= 8; ++threads) {
     ThreadPool pool = make_pool(threads);
@@ -38,10 +39,11 @@ OPWEAVE_TEST(every_index_is_covered_exactly_once_for_random_ranges_grains_and_1_
       const std::int64_t n = static_cast<std::int64_t>(rng() % 20000);
       const std::int64_t grain = 1 + static_cast<std::int64_t>(rng() % (round % 2 ? 7 : 700));
       std::vector<std::atomic<int>> hits(static_cast<std::size_t>(n));
-      std::atomic<int> out_of_range{0}, short_chunks{0};
+      std::atomic<int> out_of_range{0}, short_chunks{0}, off_lattice{0};
       parallel_for(&pool, begin, begin + n, grain, [&](std::int64_t b, std::int64_t e) {
         if (b < begin || e > begin + n || b >= e) out_of_range.fetch_add(1);
         if (e - b < std::min(grain, n)) short_chunks.fetch_add(1);
+        if ((b - begin) % grain != 0) off_lattice.fetch_add(1);
         for (std::int64_t i = b; i < e; ++i) hits[static_cast<std::size_t>(i - begin)]++;
       });
       int wrong = 0;
@@ -49,6 +51,7 @@ OPWEAVE_TEST(every_index_is_covered_exactly_once_for_random_ranges_grains_and_1_
       OPWEAVE_CHECK_EQ(wrong, 0);
       OPWEAVE_CHECK_EQ(out_of_range.load(), 0);
       OPWEAVE_CHECK_EQ(short_chunks.load(), 0);  // grain is the smallest chunk
+      OPWEAVE_CHECK_EQ(off_lattice.load(), 0);   // chunks start at begin + k * grain
     }
   }
 }
@@ -202,19 +205,23 @@ OPWEAVE_TEST(a_cheap_loop_runs_inline_in_one_call_on_the_caller) {
   OPWEAVE_CHECK(who == std::this_thread::get_id());
 }
 
-OPWEAVE_TEST(the_cost_hint_makes_chunks_at_least_min_chunk_cycles_long) {
+OPWEAVE_TEST(the_cost_hint_coarsens_chunks_to_whole_grains_of_min_chunk_cycles) {
   ThreadPool pool = make_pool(4);
   std::atomic<std::int64_t> smallest{1 << 30};
+  std::atomic<int> off_lattice{0};
   const double cost = 100.0;  // cycles per index: chunks of >= 100 indices
+  const std::int64_t grain = 7;
   parallel_for(
-      &pool, 0, 100000, 1,
+      &pool, 3, 100003, grain,
       [&](std::int64_t b, std::int64_t e) {
+        if ((b - 3) % grain != 0) off_lattice.fetch_add(1);
         std::int64_t prev = smallest.load();
         while (e - b < prev && !smallest.compare_exchange_weak(prev, e - b)) {
         }
       },
       cost);
   OPWEAVE_CHECK(smallest.load() >= static_cast<std::int64_t>(kMinChunkCycles / cost));
+  OPWEAVE_CHECK_EQ(off_lattice.load(), 0);
 }
 
 OPWEAVE_TEST(a_null_pool_or_no_workers_runs_serially_on_the_caller) {
