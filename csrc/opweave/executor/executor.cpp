@@ -244,7 +244,8 @@ struct Executor::Run {
       cv.wait_until(lock, wake, [this] { return done; });
       if (done) break;
       lock.unlock();  // poll() may take the GIL; fail() takes the mutex
-      if (req.poll && !req.poll()) fail(ErrorCode::kCancelled, "Run was cancelled", nullptr, nullptr);
+      if (req.poll && !req.poll())
+        fail(ErrorCode::kCancelled, "Run was cancelled", nullptr, nullptr);
       if (has_deadline && Clock::now() >= deadline) timed_out();
       lock.lock();
     }

@@ -50,8 +50,8 @@ struct RunRequest {
 // node_name/op_type name it (empty for run-level failures), cause is the kernel's exception.
 class RunFailure : public OpError {
  public:
-  RunFailure(ErrorCode code, const std::string& message, std::string node_name,
-             std::string op_type, std::exception_ptr cause)
+  RunFailure(ErrorCode code, const std::string& message, std::string node_name, std::string op_type,
+             std::exception_ptr cause)
       : OpError(code, message),
         node_name_(std::move(node_name)),
         op_type_(std::move(op_type)),
