@@ -9,5 +9,6 @@ void register_errors(pybind11::module_& m);
 void register_pool(pybind11::module_& m);
 void register_kernels(pybind11::module_& m);
 void register_graph(pybind11::module_& m);
+void register_session(pybind11::module_& m);
 
 }  // namespace opweave::bindings
