@@ -22,7 +22,7 @@ except ImportError as exc:  # pragma: no cover - exercised only on broken instal
         f"{exc}"
     ) from exc
 
-from . import errors
+from . import errors, kernels
 from .config import (
     ConfigProto,
     PoolConfigWarning,
@@ -107,6 +107,7 @@ __all__ = [
     "identity",
     "int32",
     "int64",
+    "kernels",
     "matmul",
     "maximum",
     "mul",

@@ -1,0 +1,331 @@
+// Element-wise binary ops (with NumPy broadcasting), unary ops and add_n. Inputs are read through
+// their strides; the output is a new contiguous tensor. Large outputs are split across the pool in
+// contiguous chunks: each element is computed by the same expression whoever runs it, so the
+// result never depends on the thread count.
+#include <cmath>
+#include <limits>
+#include <type_traits>
+
+#include "opweave/kernels/kernel_util.h"
+#include "opweave/kernels/kernels.h"
+#include "opweave/parallel_for.h"
+
+namespace opweave {
+namespace {
+
+using kernel_detail::dispatch_all;
+using kernel_detail::kElementwiseParallelThreshold;
+using kernel_detail::StridedLoop;
+
+const char* binary_name(BinaryOp op) {
+  switch (op) {
+    case BinaryOp::kAdd:
+      return "add";
+    case BinaryOp::kSub:
+      return "sub";
+    case BinaryOp::kMul:
+      return "mul";
+    case BinaryOp::kDiv:
+      return "div";
+    case BinaryOp::kMaximum:
+      return "maximum";
+    case BinaryOp::kMinimum:
+      return "minimum";
+  }
+  return "binary";
+}
+
+const char* unary_name(UnaryOp op) {
+  switch (op) {
+    case UnaryOp::kNeg:
+      return "neg";
+    case UnaryOp::kRelu:
+      return "relu";
+    case UnaryOp::kExp:
+      return "exp";
+    case UnaryOp::kTanh:
+      return "tanh";
+    case UnaryOp::kSigmoid:
+      return "sigmoid";
+  }
+  return "unary";
+}
+
+// Integer arithmetic wraps around like NumPy's (done in unsigned to avoid signed-overflow UB).
+template <typename T>
+T wrap_add(T a, T b) {
+  using U = std::make_unsigned_t<T>;
+  return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
+}
+template <typename T>
+T wrap_sub(T a, T b) {
+  using U = std::make_unsigned_t<T>;
+  return static_cast<T>(static_cast<U>(a) - static_cast<U>(b));
+}
+template <typename T>
+T wrap_mul(T a, T b) {
+  using U = std::make_unsigned_t<T>;
+  return static_cast<T>(static_cast<U>(a) * static_cast<U>(b));
+}
+// Floor division (Python's //); the caller has checked b != 0.
+template <typename T>
+T floor_div(T a, T b) {
+  if (b == -1) return wrap_sub<T>(0, a);  // avoids the INT_MIN / -1 trap; wraps like NumPy
+  T q = a / b;
+  if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
+  return q;
+}
+
+// NaN-propagating maximum/minimum, as numpy.maximum / numpy.minimum.
+template <typename T>
+T nan_max(T a, T b) {
+  if constexpr (std::is_floating_point_v<T>) {
+    if (a != a) return a;
+    if (b != b) return b;
+  }
+  return a < b ? b : a;
+}
+template <typename T>
+T nan_min(T a, T b) {
+  if constexpr (std::is_floating_point_v<T>) {
+    if (a != a) return a;
+    if (b != b) return b;
+  }
+  return b < a ? b : a;
+}
+
+template <BinaryOp Op, typename T>
+struct BinaryFn {
+  static T apply(T a, T b) {
+    if constexpr (std::is_same_v<T, bool>) {
+      if constexpr (Op == BinaryOp::kAdd || Op == BinaryOp::kMaximum) return a || b;
+      if constexpr (Op == BinaryOp::kMul || Op == BinaryOp::kMinimum) return a && b;
+      return false;  // rejected before the loop runs
+    } else if constexpr (std::is_integral_v<T>) {
+      if constexpr (Op == BinaryOp::kAdd) return wrap_add(a, b);
+      if constexpr (Op == BinaryOp::kSub) return wrap_sub(a, b);
+      if constexpr (Op == BinaryOp::kMul) return wrap_mul(a, b);
+      if constexpr (Op == BinaryOp::kDiv) {
+        if (b == 0) throw_invalid_argument("Integer division by zero");
+        return floor_div(a, b);
+      }
+      if constexpr (Op == BinaryOp::kMaximum) return nan_max(a, b);
+      if constexpr (Op == BinaryOp::kMinimum) return nan_min(a, b);
+    } else {
+      if constexpr (Op == BinaryOp::kAdd) return a + b;
+      if constexpr (Op == BinaryOp::kSub) return a - b;
+      if constexpr (Op == BinaryOp::kMul) return a * b;
+      if constexpr (Op == BinaryOp::kDiv) return a / b;
+      if constexpr (Op == BinaryOp::kMaximum) return nan_max(a, b);
+      if constexpr (Op == BinaryOp::kMinimum) return nan_min(a, b);
+    }
+  }
+};
+
+// The three inner-loop shapes worth specialising: both inputs contiguous, one a broadcast scalar.
+// Written as plain indexed loops so the compiler vectorises them.
+template <BinaryOp Op, typename T>
+void binary_run(const T* a, std::int64_t sa, const T* b, std::int64_t sb, T* out,
+                std::int64_t n) {
+  using F = BinaryFn<Op, T>;
+  if (sa == 1 && sb == 1) {
+    for (std::int64_t i = 0; i < n; ++i) out[i] = F::apply(a[i], b[i]);
+  } else if (sa == 1 && sb == 0) {
+    const T bv = *b;
+    for (std::int64_t i = 0; i < n; ++i) out[i] = F::apply(a[i], bv);
+  } else if (sa == 0 && sb == 1) {
+    const T av = *a;
+    for (std::int64_t i = 0; i < n; ++i) out[i] = F::apply(av, b[i]);
+  } else {
+    for (std::int64_t i = 0; i < n; ++i) out[i] = F::apply(a[i * sa], b[i * sb]);
+  }
+}
+
+template <BinaryOp Op, typename T>
+void binary_typed(const Tensor& a, const Tensor& b, const Tensor& out, ThreadPool* pool) {
+  const StridedLoop<2> loop(out.shape(), {kernel_detail::broadcast_strides(a, out.shape()),
+                                          kernel_detail::broadcast_strides(b, out.shape())});
+  const T* pa = a.data<T>();
+  const T* pb = b.data<T>();
+  T* po = out.data<T>();
+  auto body = [&](std::int64_t begin, std::int64_t end) {
+    loop.run(begin, end,
+             [&](std::int64_t o, const std::int64_t* off, const std::int64_t* st, std::int64_t n) {
+               binary_run<Op, T>(pa + off[0], st[0], pb + off[1], st[1], po + o, n);
+             });
+  };
+  if (loop.numel < kElementwiseParallelThreshold) {
+    body(0, loop.numel);
+  } else {
+    parallel_for(pool, 0, loop.numel, kElementwiseParallelThreshold / 2, body, 1.0);
+  }
+}
+
+template <typename T>
+T apply_unary(UnaryOp op, T x) {
+  if constexpr (std::is_same_v<T, bool>) {
+    return x;  // rejected before the loop runs
+  } else if constexpr (std::is_integral_v<T>) {
+    if (op == UnaryOp::kNeg) return wrap_sub<T>(0, x);
+    return x < 0 ? T(0) : x;  // kRelu
+  } else {
+    switch (op) {
+      case UnaryOp::kNeg:
+        return -x;
+      case UnaryOp::kRelu:
+        return x < T(0) ? T(0) : x;  // NaN stays NaN
+      case UnaryOp::kExp:
+        return std::exp(x);
+      case UnaryOp::kTanh:
+        return std::tanh(x);
+      case UnaryOp::kSigmoid: {
+        // Two branches so exp never overflows: 1/(1+e^-x) for x >= 0, e^x/(1+e^x) otherwise.
+        if (x >= T(0)) return T(1) / (T(1) + std::exp(-x));
+        const T e = std::exp(x);
+        return e / (T(1) + e);
+      }
+    }
+    return x;
+  }
+}
+
+template <typename T, typename Fn>
+void unary_loop(const Tensor& x, const Tensor& out, ThreadPool* pool, Fn fn, double cost) {
+  const StridedLoop<1> loop(out.shape(), {x.strides()});
+  const T* px = x.data<T>();
+  T* po = out.data<T>();
+  auto body = [&](std::int64_t begin, std::int64_t end) {
+    loop.run(begin, end,
+             [&](std::int64_t o, const std::int64_t* off, const std::int64_t* st, std::int64_t n) {
+               const T* src = px + off[0];
+               T* dst = po + o;
+               if (st[0] == 1) {
+                 for (std::int64_t i = 0; i < n; ++i) dst[i] = fn(src[i]);
+               } else {
+                 for (std::int64_t i = 0; i < n; ++i) dst[i] = fn(src[i * st[0]]);
+               }
+             });
+  };
+  const std::int64_t threshold =
+      cost > 1.0 ? kElementwiseParallelThreshold / 8 : kElementwiseParallelThreshold;
+  if (loop.numel < threshold) {
+    body(0, loop.numel);
+  } else {
+    parallel_for(pool, 0, loop.numel, threshold / 2, body, cost);
+  }
+}
+
+}  // namespace
+
+Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b, ThreadPool* pool) {
+  const char* name = binary_name(op);
+  if (a.dtype() != b.dtype()) {
+    throw_invalid_argument(std::string(name) + ": both inputs must have the same dtype, got " +
+                           dtype_name(a.dtype()) + " " + shape_to_string(a.shape()) + " and " +
+                           dtype_name(b.dtype()) + " " + shape_to_string(b.shape()));
+  }
+  if (a.dtype() == DType::kBool && (op == BinaryOp::kSub || op == BinaryOp::kDiv)) {
+    throw_invalid_argument(std::string(name) + " does not support bool inputs (shapes " +
+                           shape_to_string(a.shape()) + " and " + shape_to_string(b.shape()) + ")");
+  }
+  Shape out_shape;
+  try {
+    out_shape = broadcast_shapes(a.shape(), b.shape());
+  } catch (const OpError& e) {
+    throw_invalid_argument(std::string(name) + ": " + e.what());
+  }
+  Tensor out = Tensor::empty(a.dtype(), out_shape);
+  if (out.numel() == 0) return out;
+  dispatch_all(a.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    switch (op) {
+      case BinaryOp::kAdd:
+        return binary_typed<BinaryOp::kAdd, T>(a, b, out, pool);
+      case BinaryOp::kSub:
+        return binary_typed<BinaryOp::kSub, T>(a, b, out, pool);
+      case BinaryOp::kMul:
+        return binary_typed<BinaryOp::kMul, T>(a, b, out, pool);
+      case BinaryOp::kDiv:
+        return binary_typed<BinaryOp::kDiv, T>(a, b, out, pool);
+      case BinaryOp::kMaximum:
+        return binary_typed<BinaryOp::kMaximum, T>(a, b, out, pool);
+      case BinaryOp::kMinimum:
+        return binary_typed<BinaryOp::kMinimum, T>(a, b, out, pool);
+    }
+  });
+  return out;
+}
+
+Tensor unary(UnaryOp op, const Tensor& x, ThreadPool* pool) {
+  const char* name = unary_name(op);
+  const bool needs_float = op == UnaryOp::kExp || op == UnaryOp::kTanh || op == UnaryOp::kSigmoid;
+  if ((needs_float && !dtype_is_floating(x.dtype())) || x.dtype() == DType::kBool) {
+    throw_invalid_argument(std::string(name) + " does not support dtype " +
+                           dtype_name(x.dtype()) + " (input shape " + shape_to_string(x.shape()) +
+                           ")");
+  }
+  Tensor out = Tensor::empty(x.dtype(), x.shape());
+  if (out.numel() == 0) return out;
+  dispatch_all(x.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    // Transcendentals cost ~20-40 cycles an element: worth forking at smaller sizes.
+    const double cost = needs_float ? 20.0 : 1.0;
+    switch (op) {
+      case UnaryOp::kNeg:
+        return unary_loop<T>(x, out, pool, [](T v) { return apply_unary(UnaryOp::kNeg, v); }, cost);
+      case UnaryOp::kRelu:
+        return unary_loop<T>(x, out, pool, [](T v) { return apply_unary(UnaryOp::kRelu, v); },
+                             cost);
+      default:
+        return unary_loop<T>(x, out, pool, [op](T v) { return apply_unary(op, v); }, cost);
+    }
+  });
+  return out;
+}
+
+Tensor add_n(const std::vector<Tensor>& inputs, ThreadPool* pool) {
+  if (inputs.empty()) throw_invalid_argument("add_n: needs at least one input");
+  const Tensor& first = inputs.front();
+  for (const Tensor& t : inputs) {
+    if (t.dtype() != first.dtype() || t.shape() != first.shape()) {
+      throw_invalid_argument("add_n: all inputs must have the same shape and dtype, got " +
+                             std::string(dtype_name(first.dtype())) + " " +
+                             shape_to_string(first.shape()) + " and " + dtype_name(t.dtype()) +
+                             " " + shape_to_string(t.shape()));
+    }
+  }
+  if (first.dtype() == DType::kBool) {
+    throw_invalid_argument("add_n does not support dtype bool (shape " +
+                           shape_to_string(first.shape()) + ")");
+  }
+  std::vector<Tensor> dense;
+  dense.reserve(inputs.size());
+  for (const Tensor& t : inputs) dense.push_back(t.contiguous());
+  Tensor out = Tensor::empty(first.dtype(), first.shape());
+  const std::int64_t n = out.numel();
+  if (n == 0) return out;
+  dispatch_all(first.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (!std::is_same_v<T, bool>) {
+      T* po = out.data<T>();
+      // Inputs are added in order (((x0 + x1) + x2) + ...), the same order for every element.
+      auto body = [&](std::int64_t b, std::int64_t e) {
+        const T* p0 = dense[0].data<T>();
+        for (std::int64_t i = b; i < e; ++i) po[i] = p0[i];
+        for (std::size_t k = 1; k < dense.size(); ++k) {
+          const T* pk = dense[k].data<T>();
+          for (std::int64_t i = b; i < e; ++i) po[i] = BinaryFn<BinaryOp::kAdd, T>::apply(po[i], pk[i]);
+        }
+      };
+      if (n < kElementwiseParallelThreshold) {
+        body(0, n);
+      } else {
+        parallel_for(pool, 0, n, kElementwiseParallelThreshold / 2, body,
+                     static_cast<double>(dense.size()));
+      }
+    }
+  });
+  return out;
+}
+
+}  // namespace opweave

@@ -1,0 +1,321 @@
+// Blocked GEMM in the Goto/BLIS structure:
+//
+//   for jc in N step NC:                      B panel (KC x NC) packed once, kept in L3
+//     for pc in K step KC:                    (K loop: sequential, never split across threads)
+//       pack B[pc:pc+KC, jc:jc+NC]            (packing is copies only: split across threads)
+//       parallel over MR-row panels of C:     each thread packs its own A block (MC x KC, L2)
+//         for jr in NC step NR:               B micro-panel (KC x NR) stays in L1
+//           for ir in MC step MR:             micro-kernel: MR x NR tile in registers
+//
+// Why never split K: splitting K would need a reduction of partial C tiles whose grouping depends
+// on the thread count, changing the rounding. With rows split instead, every C element is the same
+// FMA chain (k order, KC blocks added in order) whoever computes it: bit-identical for any pool.
+// Panels are zero-padded to MR / NR so the micro-kernel only ever sees full tiles; edge tiles are
+// computed into a scratch tile and the valid part copied out.
+#include "opweave/kernels/gemm.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <new>
+#include <vector>
+
+#include "opweave/cpu_info.h"
+#include "opweave/errors.h"
+#include "opweave/kernels/gemm_microkernel.h"
+#include "opweave/parallel_for.h"
+
+namespace opweave::gemm_detail {
+namespace {
+
+// 64-byte aligned scratch memory (packed panels are read with aligned vector loads).
+class AlignedBuffer {
+ public:
+  void reserve(std::size_t bytes) {
+    if (bytes <= capacity_) return;
+    bytes = (bytes + 63) / 64 * 64;
+    void* p = std::aligned_alloc(64, bytes);
+    if (p == nullptr) {
+      throw OpError(ErrorCode::kResourceExhausted,
+                    "matmul: cannot allocate " + std::to_string(bytes) + " bytes of packing space");
+    }
+    data_.reset(p);
+    capacity_ = bytes;
+  }
+  template <typename T>
+  T* as() const {
+    return static_cast<T*>(data_.get());
+  }
+
+ private:
+  struct Free {
+    void operator()(void* p) const { std::free(p); }
+  };
+  std::unique_ptr<void, Free> data_;
+  std::size_t capacity_ = 0;
+};
+
+// The A block of one thread. A chunk of the parallel loop runs to completion without calling
+// back into the pool, so one buffer per thread is never used by two blocks at once.
+AlignedBuffer& thread_a_buffer() {
+  thread_local AlignedBuffer buffer;
+  return buffer;
+}
+
+// Packs rows [i0, i0 + mc) x cols [p0, p0 + kc) of A into MR-row micro-panels: panel r holds
+// kc groups of MR values (column p of those rows), rows past m are zero.
+template <typename T>
+void pack_a(const StridedMatrix<T>& a, std::int64_t m, std::int64_t i0, std::int64_t mc,
+            std::int64_t p0, std::int64_t kc, int mr, T* dst) {
+  for (std::int64_t ir = 0; ir < mc; ir += mr) {
+    const std::int64_t rows = std::min<std::int64_t>(mr, m - (i0 + ir));
+    const T* src = a.data + (i0 + ir) * a.rs + p0 * a.cs;
+    if (a.rs == 1 && rows == mr) {
+      // Column-major A (e.g. a transposed C-order matrix): each k step is MR contiguous values.
+      for (std::int64_t p = 0; p < kc; ++p) std::memcpy(dst + p * mr, src + p * a.cs, sizeof(T) * mr);
+    } else {
+      for (std::int64_t i = 0; i < rows; ++i) {
+        const T* row = src + i * a.rs;
+        if (a.cs == 1) {
+          for (std::int64_t p = 0; p < kc; ++p) dst[p * mr + i] = row[p];
+        } else {
+          for (std::int64_t p = 0; p < kc; ++p) dst[p * mr + i] = row[p * a.cs];
+        }
+      }
+      for (std::int64_t i = rows; i < mr; ++i) {
+        for (std::int64_t p = 0; p < kc; ++p) dst[p * mr + i] = T(0);
+      }
+    }
+    dst += mr * kc;
+  }
+}
+
+// Packs NR-column micro-panels [jp0, jp1) of B[p0:p0+kc, j0:j0+nc]; columns past n are zero.
+template <typename T>
+void pack_b(const StridedMatrix<T>& b, std::int64_t n, std::int64_t j0, std::int64_t p0,
+            std::int64_t kc, int nr, std::int64_t jp0, std::int64_t jp1, T* bpack) {
+  for (std::int64_t jp = jp0; jp < jp1; ++jp) {
+    const std::int64_t jr = jp * nr;
+    const std::int64_t cols = std::min<std::int64_t>(nr, n - (j0 + jr));
+    T* dst = bpack + jr * kc;
+    const T* src = b.data + p0 * b.rs + (j0 + jr) * b.cs;
+    if (b.cs == 1 && cols == nr) {
+      for (std::int64_t p = 0; p < kc; ++p) std::memcpy(dst + p * nr, src + p * b.rs, sizeof(T) * nr);
+    } else {
+      for (std::int64_t j = 0; j < cols; ++j) {
+        const T* col = src + j * b.cs;
+        for (std::int64_t p = 0; p < kc; ++p) dst[p * nr + j] = col[p * b.rs];
+      }
+      for (std::int64_t j = cols; j < nr; ++j) {
+        for (std::int64_t p = 0; p < kc; ++p) dst[p * nr + j] = T(0);
+      }
+    }
+  }
+}
+
+// Unpacked path for small or skinny problems, where packing costs more than it saves.
+// C rows are split across threads; each C element is one loop in k order either way.
+template <typename T>
+void small_gemm(std::int64_t m, std::int64_t n, std::int64_t k, const StridedMatrix<T>& a,
+                const StridedMatrix<T>& b, T* c, std::int64_t ldc, ThreadPool* pool) {
+  const double cost_per_row = 2.0 * static_cast<double>(n) * static_cast<double>(k);
+  if (n == 1) {
+    // Matrix-vector: c[i] = dot(A[i, :], b). Eight partial sums (fixed assignment p % 8, fixed
+    // combining tree) let the compiler vectorise when A's rows and b are contiguous.
+    parallel_for(
+        pool, 0, m, 16,
+        [&](std::int64_t i0, std::int64_t i1) {
+          for (std::int64_t i = i0; i < i1; ++i) {
+            const T* ar = a.data + i * a.rs;
+            T acc[8] = {};
+            std::int64_t p = 0;
+            if (a.cs == 1 && b.rs == 1) {
+              for (; p + 8 <= k; p += 8) {
+                for (int u = 0; u < 8; ++u) acc[u] += ar[p + u] * b.data[p + u];
+              }
+            } else {
+              for (; p + 8 <= k; p += 8) {
+                for (int u = 0; u < 8; ++u) acc[u] += ar[(p + u) * a.cs] * b.data[(p + u) * b.rs];
+              }
+            }
+            for (; p < k; ++p) acc[p & 7] += ar[p * a.cs] * b.data[p * b.rs];
+            c[i * ldc] = ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]));
+          }
+        },
+        cost_per_row);
+    return;
+  }
+  // Row-major copy of B when its rows are not contiguous, so the inner loop vectorises.
+  std::vector<T> bcopy;
+  const T* bd = b.data;
+  std::int64_t brs = b.rs;
+  if (b.cs != 1) {
+    bcopy.resize(static_cast<std::size_t>(k * n));
+    for (std::int64_t p = 0; p < k; ++p) {
+      for (std::int64_t j = 0; j < n; ++j) bcopy[static_cast<std::size_t>(p * n + j)] = b.data[p * b.rs + j * b.cs];
+    }
+    bd = bcopy.data();
+    brs = n;
+  }
+  parallel_for(
+      pool, 0, m, 1,
+      [&](std::int64_t i0, std::int64_t i1) {
+        for (std::int64_t i = i0; i < i1; ++i) {
+          T* cr = c + i * ldc;
+          for (std::int64_t j = 0; j < n; ++j) cr[j] = T(0);
+          for (std::int64_t p = 0; p < k; ++p) {
+            const T aip = a.data[i * a.rs + p * a.cs];
+            const T* br = bd + p * brs;
+            for (std::int64_t j = 0; j < n; ++j) cr[j] += aip * br[j];
+          }
+        }
+      },
+      cost_per_row);
+}
+
+template <typename T>
+const MicroKernel<T>& best_kernel();
+template <>
+const MicroKernel<float>& best_kernel<float>() {
+  return best_kernel_f32();
+}
+template <>
+const MicroKernel<double>& best_kernel<double>() {
+  return best_kernel_f64();
+}
+
+}  // namespace
+
+const MicroKernel<float>& best_kernel_f32() {
+  static const MicroKernel<float> kernel = [] {
+    const CpuInfo info = cpu_info();
+#if defined(OPWEAVE_X86_64)
+    if (info.has_avx512f && info.has_avx2 && info.has_fma) return avx512_kernel_f32();
+    if (info.has_avx2 && info.has_fma) return avx2_kernel_f32();
+#endif
+    return portable_kernel_f32();
+  }();
+  return kernel;
+}
+
+const MicroKernel<double>& best_kernel_f64() {
+  static const MicroKernel<double> kernel = [] {
+    const CpuInfo info = cpu_info();
+#if defined(OPWEAVE_X86_64)
+    if (info.has_avx512f && info.has_avx2 && info.has_fma) return avx512_kernel_f64();
+    if (info.has_avx2 && info.has_fma) return avx2_kernel_f64();
+#endif
+    return portable_kernel_f64();
+  }();
+  return kernel;
+}
+
+template <typename T>
+void packed_gemm(const MicroKernel<T>& uk, std::int64_t m, std::int64_t n, std::int64_t k,
+                 const StridedMatrix<T>& a, const StridedMatrix<T>& b, T* c, std::int64_t ldc,
+                 ThreadPool* pool) {
+  const int mr = uk.mr, nr = uk.nr;
+  const std::int64_t kc_max = std::min(uk.kc, k);
+  const std::int64_t nc_max = std::min(uk.nc, (n + nr - 1) / nr * nr);
+  // The B panel is per call (not thread-local): while this thread waits in parallel_for it may
+  // help run another op's matmul, which must not overwrite our panel.
+  AlignedBuffer bbuf;
+  bbuf.reserve(sizeof(T) * static_cast<std::size_t>(kc_max * nc_max));
+  T* bpack = bbuf.as<T>();
+  const std::int64_t m_panels = (m + mr - 1) / mr;
+  const std::int64_t mc_panels = std::max<std::int64_t>(1, uk.mc / mr);
+  const int threads = pool ? pool->num_workers() + 1 : 1;
+  // Grain: a full MC block per chunk when there is enough work for everyone, smaller blocks when
+  // M is small, so two threads still share a 256-row matmul evenly. Affects speed only.
+  const std::int64_t grain =
+      std::max<std::int64_t>(1, std::min(mc_panels, (m_panels + 2 * threads - 1) / (2 * threads)));
+
+  for (std::int64_t jc = 0; jc < n; jc += uk.nc) {
+    const std::int64_t nc = std::min(uk.nc, n - jc);
+    const std::int64_t n_panels = (nc + nr - 1) / nr;
+    for (std::int64_t pc = 0; pc < k; pc += uk.kc) {
+      const std::int64_t kc = std::min(uk.kc, k - pc);
+      const bool accumulate = pc > 0;
+      parallel_for(
+          pool, 0, n_panels, std::max<std::int64_t>(1, n_panels / (2 * threads)),
+          [&](std::int64_t jp0, std::int64_t jp1) {
+            pack_b(b, n, jc, pc, kc, nr, jp0, jp1, bpack);
+          },
+          static_cast<double>(kc * nr));
+      parallel_for(
+          pool, 0, m_panels, grain,
+          [&](std::int64_t mp0, std::int64_t mp1) {
+            AlignedBuffer& abuf = thread_a_buffer();
+            abuf.reserve(sizeof(T) * static_cast<std::size_t>(mc_panels * mr * kc_max));
+            T* apack = abuf.as<T>();
+            alignas(64) T tile[16 * 64];  // >= MR x NR of every kernel
+            for (std::int64_t blk = mp0; blk < mp1; blk += mc_panels) {
+              const std::int64_t i0 = blk * mr;
+              const std::int64_t mc = std::min(mc_panels, mp1 - blk) * mr;
+              pack_a(a, m, i0, mc, pc, kc, mr, apack);
+              for (std::int64_t jr = 0; jr < nc; jr += nr) {
+                const T* bp = bpack + jr * kc;
+                const std::int64_t cols = std::min<std::int64_t>(nr, nc - jr);
+                for (std::int64_t ir = 0; ir < mc; ir += mr) {
+                  const std::int64_t rows = std::min<std::int64_t>(mr, m - (i0 + ir));
+                  if (rows <= 0) break;
+                  T* ct = c + (i0 + ir) * ldc + jc + jr;
+                  const T* ap = apack + ir * kc;
+                  if (rows == mr && cols == nr) {
+                    uk.fn(kc, ap, bp, ct, ldc, accumulate);
+                  } else {
+                    uk.fn(kc, ap, bp, tile, nr, false);
+                    for (std::int64_t i = 0; i < rows; ++i) {
+                      for (std::int64_t j = 0; j < cols; ++j) {
+                        ct[i * ldc + j] =
+                            accumulate ? ct[i * ldc + j] + tile[i * nr + j] : tile[i * nr + j];
+                      }
+                    }
+                  }
+                }
+              }
+            }
+          },
+          static_cast<double>(mr) * static_cast<double>(nc) * static_cast<double>(kc) / 8.0);
+    }
+  }
+}
+
+template void packed_gemm<float>(const MicroKernel<float>&, std::int64_t, std::int64_t,
+                                 std::int64_t, const StridedMatrix<float>&,
+                                 const StridedMatrix<float>&, float*, std::int64_t, ThreadPool*);
+template void packed_gemm<double>(const MicroKernel<double>&, std::int64_t, std::int64_t,
+                                  std::int64_t, const StridedMatrix<double>&,
+                                  const StridedMatrix<double>&, double*, std::int64_t,
+                                  ThreadPool*);
+
+const char* gemm_isa(bool float64) { return float64 ? best_kernel_f64().isa : best_kernel_f32().isa; }
+
+bool gemm_is_small(std::int64_t m, std::int64_t n, std::int64_t k) {
+  // Below ~32^3 multiply-adds packing costs as much as it saves; very skinny products (one or two
+  // rows or columns) are memory-bound and gain nothing from register tiles.
+  return m <= 2 || n <= 2 || k <= 2 || m * n * k <= 32 * 32 * 32;
+}
+
+template <typename T>
+void gemm(std::int64_t m, std::int64_t n, std::int64_t k, StridedMatrix<T> a, StridedMatrix<T> b,
+          T* c, std::int64_t ldc, ThreadPool* pool) {
+  if (m == 0 || n == 0) return;
+  if (k == 0) {
+    for (std::int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, T(0));
+    return;
+  }
+  if (gemm_is_small(m, n, k)) {
+    small_gemm(m, n, k, a, b, c, ldc, pool);
+  } else {
+    packed_gemm(best_kernel<T>(), m, n, k, a, b, c, ldc, pool);
+  }
+}
+
+template void gemm<float>(std::int64_t, std::int64_t, std::int64_t, StridedMatrix<float>,
+                          StridedMatrix<float>, float*, std::int64_t, ThreadPool*);
+template void gemm<double>(std::int64_t, std::int64_t, std::int64_t, StridedMatrix<double>,
+                           StridedMatrix<double>, double*, std::int64_t, ThreadPool*);
+
+}  // namespace opweave::gemm_detail

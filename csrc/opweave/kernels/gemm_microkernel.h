@@ -1,0 +1,45 @@
+// The register-blocked GEMM micro-kernels and their blocking parameters, one set per instruction
+// set. A micro-kernel computes one MR x NR tile of C from a packed A micro-panel (kc x MR, MR
+// contiguous values per k) and a packed B micro-panel (kc x NR, NR contiguous values per k):
+//
+//   C[i][j] (+)= sum_{p < kc} a[p * MR + i] * b[p * NR + j]      (p in increasing order)
+//
+// Each C element is one fused-multiply-add chain in k order, so its value does not depend on
+// where the tile sits or which thread computes it. The wider kernels live in *_avx2.cpp /
+// *_avx512.cpp, compiled with their own flags and called only when cpu_info() reports the ISA.
+#pragma once
+
+#include <cstdint>
+
+namespace opweave::gemm_detail {
+
+// c: row-major tile with row stride ldc; accumulate = false overwrites C (beta = 0), true adds.
+template <typename T>
+using MicroKernelFn = void (*)(std::int64_t kc, const T* a, const T* b, T* c, std::int64_t ldc,
+                              bool accumulate);
+
+template <typename T>
+struct MicroKernel {
+  int mr;  // rows of the register tile
+  int nr;  // columns of the register tile
+  // Cache blocking (Goto/BLIS): a kc x nr B micro-panel stays in L1 while the MR x kc A
+  // micro-panels stream through; the mc x kc A block stays in L2; the kc x nc B panel in L3.
+  std::int64_t kc, mc, nc;
+  MicroKernelFn<T> fn;
+  const char* isa;
+};
+
+MicroKernel<float> portable_kernel_f32();
+MicroKernel<double> portable_kernel_f64();
+#if defined(OPWEAVE_X86_64)
+MicroKernel<float> avx2_kernel_f32();
+MicroKernel<double> avx2_kernel_f64();
+MicroKernel<float> avx512_kernel_f32();
+MicroKernel<double> avx512_kernel_f64();
+#endif
+
+// The best kernel for this CPU, picked once (thread-safe).
+const MicroKernel<float>& best_kernel_f32();
+const MicroKernel<double>& best_kernel_f64();
+
+}  // namespace opweave::gemm_detail

@@ -1,0 +1,414 @@
+// Reductions (sum, mean, max, min) over any set of axes.
+//
+// Plan: view the input in memory order (dims sorted by stride; a dense permuted or reversed
+// layout is used in place, anything else is copied once), merge adjacent dims that are both
+// reduced or both kept, then reduce one reduced group at a time, innermost first. Every pass is a
+// contiguous [O, R, I] -> [O, I] problem:
+//   I == 1: each output reduces a contiguous run of R values (pairwise, vectorised lanes);
+//   I > 1:  rows of I values are streamed and combined element-wise (never walking columns).
+//
+// Determinism: blocks are fixed sizes that depend only on R (kBlock values, kLeafRows rows) and
+// partial results are combined in a fixed pairwise tree, so the bits never depend on which thread
+// computed which block or on the pool size. Accuracy: a contiguous sum is NumPy's pairwise scheme
+// (independent lanes over short leaves, halving recursion above), with shorter leaves than NumPy's;
+// a strided-axis sum combines 16-row leaves pairwise where NumPy adds row after row.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <numeric>
+#include <type_traits>
+
+#include "opweave/kernels/kernel_util.h"
+#include "opweave/kernels/kernels.h"
+#include "opweave/parallel_for.h"
+
+namespace opweave {
+namespace {
+
+using kernel_detail::pool_threads;
+
+const char* reduce_name(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::kSum:
+      return "reduce_sum";
+    case ReduceOp::kMean:
+      return "reduce_mean";
+    case ReduceOp::kMax:
+      return "reduce_max";
+    case ReduceOp::kMin:
+      return "reduce_min";
+  }
+  return "reduce";
+}
+
+enum class Combine { kAdd, kMax, kMin };
+
+// The element combiner. Integer sums wrap (computed on the unsigned type); max/min propagate NaN:
+// "a is NaN or a beats b" picks a, otherwise b (which is NaN if b is) -- branch-free, so the
+// loops below vectorise.
+template <Combine C, typename T>
+struct Op {
+  static T apply(T a, T b) {
+    if constexpr (C == Combine::kAdd) {
+      if constexpr (std::is_integral_v<T>) {
+        using U = std::make_unsigned_t<T>;
+        return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
+      } else {
+        return a + b;
+      }
+    } else if constexpr (C == Combine::kMax) {
+      return (a != a || a > b) ? a : b;
+    } else {
+      return (a != a || a < b) ? a : b;
+    }
+  }
+};
+
+// Contiguous reduction of n values, NumPy's pairwise structure: leaves of up to kLeaf values use
+// kLanes independent accumulators (lane u takes elements u, u + kLanes, ...), combined in a fixed
+// tree; longer runs split in halves (at a multiple of kLanes) recursively.
+constexpr std::int64_t kLanes = 16;
+constexpr std::int64_t kLeaf = 256;
+
+template <Combine C, typename T>
+T reduce_leaf(const T* x, std::int64_t n) {
+  using F = Op<C, T>;
+  if (n < kLanes) {
+    T r = x[0];
+    for (std::int64_t i = 1; i < n; ++i) r = F::apply(r, x[i]);
+    return r;
+  }
+  T acc[kLanes];
+  for (std::int64_t u = 0; u < kLanes; ++u) acc[u] = x[u];
+  std::int64_t i = kLanes;
+  for (; i + kLanes <= n; i += kLanes) {
+    for (std::int64_t u = 0; u < kLanes; ++u) acc[u] = F::apply(acc[u], x[i + u]);
+  }
+  for (std::int64_t w = kLanes / 2; w >= 1; w /= 2) {
+    for (std::int64_t u = 0; u < w; ++u) acc[u] = F::apply(acc[u], acc[u + w]);
+  }
+  for (; i < n; ++i) acc[0] = F::apply(acc[0], x[i]);
+  return acc[0];
+}
+
+template <Combine C, typename T>
+T reduce_pairwise(const T* x, std::int64_t n) {
+  if (n <= kLeaf) return reduce_leaf<C, T>(x, n);
+  std::int64_t half = n / 2;
+  half -= half % kLanes;
+  return Op<C, T>::apply(reduce_pairwise<C, T>(x, half), reduce_pairwise<C, T>(x + half, n - half));
+}
+
+// Fixed pairwise tree over partials (shape depends only on their count).
+template <Combine C, typename T>
+T combine_tree(std::vector<T>& partial) {
+  for (std::size_t width = 1; width < partial.size(); width *= 2) {
+    for (std::size_t i = 0; i + width < partial.size(); i += 2 * width) {
+      partial[i] = Op<C, T>::apply(partial[i], partial[i + width]);
+    }
+  }
+  return partial[0];
+}
+
+// Contiguous runs are cut into fixed blocks (the unit of parallel work for long rows); the
+// block partials go through combine_tree. 64K values = 256 KiB of float32: big enough that
+// scheduling is noise, small enough that 2..8 threads get several blocks of a 16 MiB array.
+constexpr std::int64_t kBlock = 64 * 1024;
+
+template <Combine C, typename T>
+T reduce_run(const T* x, std::int64_t n, ThreadPool* pool) {
+  const std::int64_t nblocks = (n + kBlock - 1) / kBlock;
+  if (nblocks == 1) return reduce_pairwise<C, T>(x, n);
+  std::vector<T> partial(static_cast<std::size_t>(nblocks));
+  parallel_for(
+      pool, 0, nblocks, 1,
+      [&](std::int64_t b0, std::int64_t b1) {
+        for (std::int64_t b = b0; b < b1; ++b) {
+          const std::int64_t lo = b * kBlock;
+          partial[static_cast<std::size_t>(b)] =
+              reduce_pairwise<C, T>(x + lo, std::min(kBlock, n - lo));
+        }
+      },
+      static_cast<double>(kBlock));
+  return combine_tree<C, T>(partial);
+}
+
+// dst[j] = op(dst[j], src[j]) for j < w.
+template <Combine C, typename T>
+void combine_row(T* dst, const T* src, std::int64_t w) {
+  for (std::int64_t j = 0; j < w; ++j) dst[j] = Op<C, T>::apply(dst[j], src[j]);
+}
+
+// out[0:w] = reduction over rows r < R of src[r * stride + (0:w)]: leaves of up to kLeafRows rows
+// are accumulated in order into one L1-resident row, leaves are combined pairwise. scratch holds
+// w * (recursion depth) values.
+constexpr std::int64_t kLeafRows = 16;
+
+template <Combine C, typename T>
+void reduce_rows(const T* src, std::int64_t rows, std::int64_t stride, std::int64_t w, T* out,
+                 T* scratch) {
+  if (rows <= kLeafRows) {
+    std::memcpy(out, src, sizeof(T) * static_cast<std::size_t>(w));
+    for (std::int64_t r = 1; r < rows; ++r) combine_row<C, T>(out, src + r * stride, w);
+    return;
+  }
+  const std::int64_t half = rows / 2;
+  reduce_rows<C, T>(src, half, stride, w, out, scratch + w);
+  reduce_rows<C, T>(src + half * stride, rows - half, stride, w, scratch, scratch + w);
+  combine_row<C, T>(out, scratch, w);
+}
+
+// Column chunk width for streaming rows: 2048 values (8-16 KiB) keep the output row and the
+// scratch rows in L1 while each input row segment is read once.
+constexpr std::int64_t kColumnChunk = 2048;
+
+// One pass: src is contiguous [O, R, I]; dst is contiguous [O, I].
+template <Combine C, typename T>
+void reduce_pass(const T* src, std::int64_t o_count, std::int64_t r_count, std::int64_t i_count,
+                 T* dst, ThreadPool* pool) {
+  if (i_count == 1) {
+    const int threads = pool_threads(pool);
+    if (o_count < 2 * threads && r_count >= 2 * kBlock) {
+      // Few long rows: parallel inside each row (same blocks and tree as the serial path).
+      for (std::int64_t o = 0; o < o_count; ++o) dst[o] = reduce_run<C, T>(src + o * r_count, r_count, pool);
+    } else {
+      parallel_for(
+          pool, 0, o_count, std::max<std::int64_t>(1, 16384 / std::max<std::int64_t>(1, r_count)),
+          [&](std::int64_t o0, std::int64_t o1) {
+            for (std::int64_t o = o0; o < o1; ++o) {
+              dst[o] = reduce_run<C, T>(src + o * r_count, r_count, nullptr);
+            }
+          },
+          static_cast<double>(r_count));
+    }
+    return;
+  }
+  const std::int64_t chunks = (i_count + kColumnChunk - 1) / kColumnChunk;
+  int depth = 1;
+  for (std::int64_t r = r_count; r > kLeafRows; r = (r + 1) / 2) ++depth;
+  parallel_for(
+      pool, 0, o_count * chunks, 1,
+      [&](std::int64_t u0, std::int64_t u1) {
+        std::vector<T> scratch(static_cast<std::size_t>(depth * kColumnChunk));
+        for (std::int64_t u = u0; u < u1; ++u) {
+          const std::int64_t o = u / chunks;
+          const std::int64_t j0 = (u % chunks) * kColumnChunk;
+          const std::int64_t w = std::min(kColumnChunk, i_count - j0);
+          reduce_rows<C, T>(src + o * r_count * i_count + j0, r_count, i_count, w,
+                            dst + o * i_count + j0, scratch.data());
+        }
+      },
+      static_cast<double>(r_count * std::min(kColumnChunk, i_count)));
+}
+
+struct Group {
+  std::int64_t size;
+  bool reduced;
+  std::vector<int> axes;  // original axes, in memory order
+};
+
+// Dims of x in memory order (outermost first, size-1 dims dropped) if x is a dense permutation
+// of a contiguous block (negative strides allowed: the base moves to the lowest address).
+bool dense_order(const Tensor& x, std::vector<int>* order, std::int64_t* base_offset) {
+  std::vector<int> dims;
+  for (int d = 0; d < x.ndim(); ++d) {
+    if (x.dim(d) != 1) dims.push_back(d);
+  }
+  std::stable_sort(dims.begin(), dims.end(), [&](int p, int q) {
+    return std::llabs(x.strides()[static_cast<std::size_t>(p)]) >
+           std::llabs(x.strides()[static_cast<std::size_t>(q)]);
+  });
+  std::int64_t expected = 1, offset = 0;
+  for (std::size_t i = dims.size(); i-- > 0;) {
+    const std::int64_t s = x.strides()[static_cast<std::size_t>(dims[i])];
+    const std::int64_t n = x.dim(dims[i]);
+    if (std::llabs(s) != expected) return false;
+    if (s < 0) offset += (n - 1) * s;
+    expected *= n;
+  }
+  *order = dims;
+  *base_offset = offset;
+  return true;
+}
+
+template <Combine C, typename T>
+Tensor reduce_groups(const Tensor& x, std::int64_t base_offset, std::vector<Group> groups,
+                     ThreadPool* pool, std::vector<int>* kept_axes) {
+  const DType dtype = x.dtype();
+  // Merge neighbours of the same kind (they are contiguous in memory).
+  std::vector<Group> merged;
+  for (Group& g : groups) {
+    if (!merged.empty() && merged.back().reduced == g.reduced) {
+      merged.back().size *= g.size;
+      merged.back().axes.insert(merged.back().axes.end(), g.axes.begin(), g.axes.end());
+    } else {
+      merged.push_back(std::move(g));
+    }
+  }
+  const T* src = x.data<T>() + base_offset;
+  Tensor current;  // owns src after the first pass
+  while (true) {
+    int r = -1;
+    for (int i = static_cast<int>(merged.size()) - 1; i >= 0; --i) {
+      if (merged[static_cast<std::size_t>(i)].reduced) {
+        r = i;
+        break;
+      }
+    }
+    if (r < 0) break;
+    std::int64_t o_count = 1, i_count = 1;
+    for (int i = 0; i < r; ++i) o_count *= merged[static_cast<std::size_t>(i)].size;
+    for (std::size_t i = static_cast<std::size_t>(r) + 1; i < merged.size(); ++i) i_count *= merged[i].size;
+    Tensor next = Tensor::empty(dtype, {o_count * i_count});
+    reduce_pass<C, T>(src, o_count, merged[static_cast<std::size_t>(r)].size, i_count,
+                      next.data<T>(), pool);
+    current = next;
+    src = current.data<T>();
+    // Drop the reduced group; re-merge the kept groups on either side.
+    merged.erase(merged.begin() + r);
+    if (r > 0 && static_cast<std::size_t>(r) < merged.size() &&
+        !merged[static_cast<std::size_t>(r - 1)].reduced) {
+      Group& left = merged[static_cast<std::size_t>(r - 1)];
+      left.size *= merged[static_cast<std::size_t>(r)].size;
+      const auto& ra = merged[static_cast<std::size_t>(r)].axes;
+      left.axes.insert(left.axes.end(), ra.begin(), ra.end());
+      merged.erase(merged.begin() + r);
+    }
+  }
+  kept_axes->clear();
+  for (const Group& g : merged) kept_axes->insert(kept_axes->end(), g.axes.begin(), g.axes.end());
+  return current;
+}
+
+}  // namespace
+
+Tensor reduce(ReduceOp op, const Tensor& x, const std::optional<std::vector<int>>& axes,
+              bool keepdims, ThreadPool* pool) {
+  const char* name = reduce_name(op);
+  const int nd = x.ndim();
+  if (x.dtype() == DType::kBool && (op == ReduceOp::kSum || op == ReduceOp::kMean)) {
+    throw_invalid_argument(std::string(name) + " does not support dtype bool (input shape " +
+                           shape_to_string(x.shape()) + ")");
+  }
+  std::vector<bool> reduced(static_cast<std::size_t>(nd), !axes.has_value());
+  if (axes) {
+    for (int a : *axes) {
+      const int n = kernel_detail::normalize_axis(name, a, nd);
+      if (reduced[static_cast<std::size_t>(n)]) {
+        throw_invalid_argument(std::string(name) + ": axis " + std::to_string(a) +
+                               " is listed twice (input shape " + shape_to_string(x.shape()) + ")");
+      }
+      reduced[static_cast<std::size_t>(n)] = true;
+    }
+  }
+  Shape out_shape;
+  std::int64_t count = 1;
+  for (int d = 0; d < nd; ++d) {
+    if (reduced[static_cast<std::size_t>(d)]) {
+      count *= x.dim(d);
+      if (keepdims) out_shape.push_back(1);
+    } else {
+      out_shape.push_back(x.dim(d));
+    }
+  }
+  const DType dtype = x.dtype();
+  Tensor out = Tensor::empty(dtype, out_shape);
+  if (count == 0) {
+    if (op == ReduceOp::kMax || op == ReduceOp::kMin) {
+      throw_invalid_argument(std::string(name) + ": cannot reduce an empty axis (input shape " +
+                             shape_to_string(x.shape()) + "): max/min have no identity");
+    }
+    if (op == ReduceOp::kMean && !dtype_is_floating(dtype) && out.numel() > 0) {
+      throw_invalid_argument(std::string(name) + ": mean of an empty axis of an integer tensor " +
+                             "(input shape " + shape_to_string(x.shape()) + ")");
+    }
+    kernel_detail::dispatch_all(dtype, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      const T fill = op == ReduceOp::kMean ? static_cast<T>(std::numeric_limits<double>::quiet_NaN()) : T(0);
+      std::fill(out.data<T>(), out.data<T>() + out.numel(), fill);
+    });
+    return out;
+  }
+  if (out.numel() == 0) return out;
+
+  Tensor src = x;
+  std::vector<int> order;
+  std::int64_t base = 0;
+  if (!dense_order(src, &order, &base)) {
+    src = x.contiguous();
+    dense_order(src, &order, &base);
+  }
+  std::vector<Group> groups;
+  for (int d : order) groups.push_back({src.dim(d), reduced[static_cast<std::size_t>(d)], {d}});
+  const bool any_reduced =
+      std::any_of(groups.begin(), groups.end(), [](const Group& g) { return g.reduced; });
+  if (!any_reduced) {
+    // Nothing to combine (only size-1 axes are reduced): the result is a fresh copy.
+    std::vector<int> identity(static_cast<std::size_t>(nd));
+    std::iota(identity.begin(), identity.end(), 0);
+    return transpose(x, identity, pool).reshaped(out_shape);
+  }
+
+  kernel_detail::dispatch_all(dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    // bool max/min are any/all: on bytes 0/1 they are exactly max/min.
+    using W = std::conditional_t<std::is_same_v<T, bool>, std::uint8_t, T>;
+    const Tensor& wsrc = src;
+    std::vector<int> kept;
+    Tensor result;
+    auto run = [&](auto combine_tag) {
+      constexpr Combine C = decltype(combine_tag)::value;
+      result = reduce_groups<C, W>(wsrc, base, groups, pool, &kept);
+    };
+    if (op == ReduceOp::kSum || op == ReduceOp::kMean) {
+      if constexpr (!std::is_same_v<T, bool>) run(std::integral_constant<Combine, Combine::kAdd>{});
+    } else if (op == ReduceOp::kMax) {
+      run(std::integral_constant<Combine, Combine::kMax>{});
+    } else {
+      run(std::integral_constant<Combine, Combine::kMin>{});
+    }
+    W* r = result.data<W>();
+    const std::int64_t n = result.numel();
+    if (op == ReduceOp::kMean) {
+      if constexpr (std::is_floating_point_v<T>) {
+        const T c = static_cast<T>(count);
+        for (std::int64_t i = 0; i < n; ++i) r[i] = r[i] / c;
+      } else if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+        for (std::int64_t i = 0; i < n; ++i) r[i] = static_cast<T>(r[i] / static_cast<T>(count));
+      }
+    }
+    // result holds the kept axes in memory order; write them out in the original axis order.
+    Shape view_shape, view_strides;
+    {
+      Shape strides_by_axis(static_cast<std::size_t>(nd), 0);
+      std::int64_t s = 1;
+      for (std::size_t i = kept.size(); i-- > 0;) {
+        strides_by_axis[static_cast<std::size_t>(kept[i])] = s;
+        s *= x.dim(kept[i]);
+      }
+      for (int d = 0; d < nd; ++d) {
+        if (reduced[static_cast<std::size_t>(d)]) {
+          if (keepdims) {
+            view_shape.push_back(1);
+            view_strides.push_back(0);
+          }
+        } else {
+          view_shape.push_back(x.dim(d));
+          view_strides.push_back(strides_by_axis[static_cast<std::size_t>(d)]);
+        }
+      }
+    }
+    Tensor view = Tensor::wrap(dtype, view_shape, view_strides, result.raw_data(), result.owner());
+    if (view.is_contiguous()) {
+      out = view;
+    } else {
+      std::vector<int> identity(view_shape.size());
+      std::iota(identity.begin(), identity.end(), 0);
+      out = transpose(view, identity, pool);
+    }
+  });
+  return out;
+}
+
+}  // namespace opweave

@@ -1,0 +1,316 @@
+// Kernel specifications: results agree with naive references, and are bit-identical for pools of
+// 1, 2, 3 and 8 threads.
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <random>
+
+#include "opweave/cpu_info.h"
+#include "opweave/kernels/gemm.h"
+#include "opweave/kernels/gemm_microkernel.h"
+#include "opweave/kernels/kernels.h"
+#include "testing.h"
+
+using namespace opweave;
+
+namespace {
+
+template <typename T>
+Tensor random_tensor(const Shape& shape, std::uint32_t seed) {
+  Tensor t = Tensor::empty(DTypeOf<T>::value, shape);
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> dist(-1.0, 1.0);
+  for (std::int64_t i = 0; i < t.numel(); ++i) t.data<T>()[i] = static_cast<T>(dist(rng));
+  return t;
+}
+
+// Element (i, j) of a 2-D tensor through its strides.
+template <typename T>
+T at(const Tensor& t, std::int64_t i, std::int64_t j) {
+  return t.data<T>()[i * t.strides()[0] + j * t.strides()[1]];
+}
+
+template <typename T>
+bool matches_reference(const Tensor& a, const Tensor& b, bool ta, bool tb, const Tensor& c) {
+  const std::int64_t m = ta ? a.dim(1) : a.dim(0), k = ta ? a.dim(0) : a.dim(1);
+  const std::int64_t n = tb ? b.dim(0) : b.dim(1);
+  const double tol = std::is_same_v<T, float> ? 1e-4 : 1e-11;
+  for (std::int64_t i = 0; i < m; ++i) {
+    for (std::int64_t j = 0; j < n; ++j) {
+      double ref = 0;
+      for (std::int64_t p = 0; p < k; ++p) {
+        ref += static_cast<double>(ta ? at<T>(a, p, i) : at<T>(a, i, p)) *
+               static_cast<double>(tb ? at<T>(b, j, p) : at<T>(b, p, j));
+      }
+      const double got = c.data<T>()[i * n + j];
+      if (std::fabs(got - ref) > tol * (1.0 + std::sqrt(static_cast<double>(k)))) {
+        std::fprintf(stderr, "mismatch at (%lld, %lld): %g vs %g (m=%lld n=%lld k=%lld)\n",
+                     static_cast<long long>(i), static_cast<long long>(j), got, ref,
+                     static_cast<long long>(m), static_cast<long long>(n),
+                     static_cast<long long>(k));
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+bool same_bits(const Tensor& x, const Tensor& y) {
+  return x.shape() == y.shape() && x.dtype() == y.dtype() &&
+         std::memcmp(x.raw_data(), y.raw_data(), x.nbytes()) == 0;
+}
+
+// Pools with 0, 1, 2 and 7 workers: 1, 2, 3 and 8 threads counting the caller.
+std::vector<std::unique_ptr<ThreadPool>> make_pools() {
+  std::vector<std::unique_ptr<ThreadPool>> pools;
+  for (int w : {0, 1, 2, 7}) pools.push_back(std::make_unique<ThreadPool>(PoolOptions{w, "test"}));
+  return pools;
+}
+
+}  // namespace
+
+OPWEAVE_TEST(broadcast_shapes_follows_numpy_rules) {
+  OPWEAVE_CHECK(broadcast_shapes({3, 1, 5}, {4, 1}) == (Shape{3, 4, 5}));
+  OPWEAVE_CHECK(broadcast_shapes({}, {2, 3}) == (Shape{2, 3}));
+  OPWEAVE_CHECK(broadcast_shapes({0, 1}, {1, 7}) == (Shape{0, 7}));
+  OPWEAVE_CHECK_THROWS(broadcast_shapes({2, 3}, {4, 3}));
+}
+
+OPWEAVE_TEST(matmul_matches_reference_for_edge_sizes_and_transposes) {
+  const std::int64_t sizes[][3] = {{1, 1, 1},   {2, 3, 4},    {7, 13, 5},  {37, 41, 43},
+                                   {6, 16, 256}, {97, 33, 257}, {145, 17, 3}, {5, 200, 300}};
+  std::uint32_t seed = 1;
+  for (const auto& s : sizes) {
+    for (int t = 0; t < 4; ++t) {
+      const bool ta = t & 1, tb = t & 2;
+      const std::int64_t m = s[0], n = s[1], k = s[2];
+      Tensor a32 = random_tensor<float>(ta ? Shape{k, m} : Shape{m, k}, seed++);
+      Tensor b32 = random_tensor<float>(tb ? Shape{n, k} : Shape{k, n}, seed++);
+      OPWEAVE_CHECK(matches_reference<float>(a32, b32, ta, tb, matmul(a32, b32, ta, tb, nullptr)));
+      Tensor a64 = random_tensor<double>(ta ? Shape{k, m} : Shape{m, k}, seed++);
+      Tensor b64 = random_tensor<double>(tb ? Shape{n, k} : Shape{k, n}, seed++);
+      OPWEAVE_CHECK(matches_reference<double>(a64, b64, ta, tb, matmul(a64, b64, ta, tb, nullptr)));
+    }
+  }
+}
+
+OPWEAVE_TEST(every_micro_kernel_the_cpu_supports_matches_reference) {
+  using namespace gemm_detail;
+  std::vector<MicroKernel<float>> k32 = {portable_kernel_f32()};
+  std::vector<MicroKernel<double>> k64 = {portable_kernel_f64()};
+  const CpuInfo info = cpu_info();
+  if (info.has_avx2 && info.has_fma) {
+    k32.push_back(avx2_kernel_f32());
+    k64.push_back(avx2_kernel_f64());
+  }
+  if (info.has_avx512f && info.has_avx2 && info.has_fma) {
+    k32.push_back(avx512_kernel_f32());
+    k64.push_back(avx512_kernel_f64());
+  }
+  // Just above/below MR, NR, KC and MC of every kernel.
+  const std::int64_t m = 151, n = 35, k = 259;
+  for (auto& uk : k32) {
+    uk.kc = 64;  // several K blocks, exercising the accumulate path
+    Tensor a = random_tensor<float>({m, k}, 7), b = random_tensor<float>({k, n}, 8);
+    Tensor c = Tensor::empty(DType::kFloat32, {m, n});
+    packed_gemm<float>(uk, m, n, k, {a.data<float>(), k, 1}, {b.data<float>(), n, 1},
+                       c.data<float>(), n, nullptr);
+    OPWEAVE_CHECK(matches_reference<float>(a, b, false, false, c));
+  }
+  for (auto& uk : k64) {
+    uk.kc = 64;
+    Tensor a = random_tensor<double>({m, k}, 9), b = random_tensor<double>({k, n}, 10);
+    Tensor c = Tensor::empty(DType::kFloat64, {m, n});
+    packed_gemm<double>(uk, m, n, k, {a.data<double>(), k, 1}, {b.data<double>(), n, 1},
+                        c.data<double>(), n, nullptr);
+    OPWEAVE_CHECK(matches_reference<double>(a, b, false, false, c));
+  }
+}
+
+OPWEAVE_TEST(matmul_reads_strided_views_without_copying_them_first) {
+  // Every other column of a 40 x 60 matrix, and a Fortran-order B.
+  Tensor base = random_tensor<double>({40, 60}, 3);
+  Tensor a = Tensor::wrap(DType::kFloat64, {40, 30}, {60, 2}, base.raw_data(), base.owner());
+  Tensor bf = random_tensor<double>({50, 30}, 4);
+  Tensor b = Tensor::wrap(DType::kFloat64, {30, 50}, {1, 30}, bf.raw_data(), bf.owner());
+  OPWEAVE_CHECK(matches_reference<double>(a, b, false, false, matmul(a, b, false, false, nullptr)));
+}
+
+OPWEAVE_TEST(batched_matmul_broadcasts_leading_dims_and_promotes_vectors) {
+  OPWEAVE_CHECK(matmul_result_shape({2, 1, 3, 4}, {5, 4, 6}, false, false) == (Shape{2, 5, 3, 6}));
+  OPWEAVE_CHECK(matmul_result_shape({4}, {3, 4, 6}, false, false) == (Shape{3, 6}));
+  OPWEAVE_CHECK(matmul_result_shape({3, 4}, {4}, false, false) == (Shape{3}));
+  OPWEAVE_CHECK(matmul_result_shape({4}, {4}, false, false) == (Shape{}));
+  OPWEAVE_CHECK(matmul_result_shape({4, 3}, {5, 4}, true, true) == (Shape{3, 5}));
+  Tensor a = random_tensor<float>({3, 1, 8, 9}, 5), b = random_tensor<float>({2, 9, 7}, 6);
+  Tensor c = matmul(a, b, false, false, nullptr);
+  OPWEAVE_CHECK(c.shape() == (Shape{3, 2, 8, 7}));
+  for (int i = 0; i < 3; ++i) {
+    for (int j = 0; j < 2; ++j) {
+      Tensor ai = Tensor::wrap(DType::kFloat32, {8, 9}, {9, 1}, a.data<float>() + i * 72, nullptr);
+      Tensor bj = Tensor::wrap(DType::kFloat32, {9, 7}, {7, 1}, b.data<float>() + j * 63, nullptr);
+      Tensor cij = Tensor::wrap(DType::kFloat32, {8, 7}, {7, 1}, c.data<float>() + (i * 2 + j) * 56,
+                                nullptr);
+      OPWEAVE_CHECK(matches_reference<float>(ai, bj, false, false, cij));
+    }
+  }
+}
+
+OPWEAVE_TEST(matmul_with_mismatched_shapes_or_dtypes_is_invalid_argument) {
+  Tensor a = random_tensor<float>({3, 4}, 1), b = random_tensor<float>({5, 6}, 2);
+  Tensor d = random_tensor<double>({4, 6}, 2);
+  OPWEAVE_CHECK_THROWS(matmul(a, b, false, false, nullptr));
+  OPWEAVE_CHECK_THROWS(matmul(a, d, false, false, nullptr));
+  Tensor i = Tensor::zeros(DType::kInt32, {4, 4});
+  OPWEAVE_CHECK_THROWS(matmul(i, i, false, false, nullptr));
+  bool named = false;
+  try {
+    matmul(a, b, false, false, nullptr);
+  } catch (const OpError& e) {
+    named = std::string(e.what()).find("[3, 4]") != std::string::npos &&
+            std::string(e.what()).find("[5, 6]") != std::string::npos;
+  }
+  OPWEAVE_CHECK(named);
+}
+
+OPWEAVE_TEST(matmul_is_bit_identical_for_1_2_3_and_8_threads) {
+  auto pools = make_pools();
+  for (std::int64_t n : {64, 131, 300}) {
+    Tensor a = random_tensor<float>({n, n + 3}, 11), b = random_tensor<float>({n + 3, n}, 12);
+    Tensor ref = matmul(a, b, false, false, nullptr);
+    for (auto& pool : pools) OPWEAVE_CHECK(same_bits(ref, matmul(a, b, false, false, pool.get())));
+    Tensor a64 = random_tensor<double>({5, n, 20}, 13), b64 = random_tensor<double>({20, n}, 14);
+    Tensor ref64 = matmul(a64, b64, false, false, nullptr);
+    for (auto& pool : pools) {
+      OPWEAVE_CHECK(same_bits(ref64, matmul(a64, b64, false, false, pool.get())));
+    }
+  }
+}
+
+OPWEAVE_TEST(reduce_sum_over_each_axis_matches_reference) {
+  Tensor x = random_tensor<double>({5, 7, 300}, 21);
+  const Shape expect_shapes[] = {{7, 300}, {5, 300}, {5, 7}};
+  for (int axis = 0; axis < 3; ++axis) {
+    Tensor s = reduce(ReduceOp::kSum, x, std::vector<int>{axis}, false, nullptr);
+    OPWEAVE_CHECK(s.shape() == expect_shapes[axis]);
+    const double* p = x.data<double>();
+    // Reference by explicit loops.
+    std::vector<double> ref(static_cast<std::size_t>(s.numel()), 0.0);
+    for (int i = 0; i < 5; ++i) {
+      for (int j = 0; j < 7; ++j) {
+        for (int k = 0; k < 300; ++k) {
+          const int o = axis == 0 ? j * 300 + k : axis == 1 ? i * 300 + k : i * 7 + j;
+          ref[static_cast<std::size_t>(o)] += p[(i * 7 + j) * 300 + k];
+        }
+      }
+    }
+    for (std::int64_t o = 0; o < s.numel(); ++o) {
+      OPWEAVE_CHECK(std::fabs(s.data<double>()[o] - ref[static_cast<std::size_t>(o)]) < 1e-10);
+    }
+  }
+  Tensor all = reduce(ReduceOp::kSum, x, std::nullopt, true, nullptr);
+  OPWEAVE_CHECK(all.shape() == (Shape{1, 1, 1}));
+}
+
+OPWEAVE_TEST(reduce_max_propagates_nan_and_min_of_bool_is_all) {
+  Tensor x = random_tensor<float>({4, 100}, 22);
+  x.data<float>()[2 * 100 + 37] = std::numeric_limits<float>::quiet_NaN();
+  Tensor m = reduce(ReduceOp::kMax, x, std::vector<int>{1}, false, nullptr);
+  OPWEAVE_CHECK(!std::isnan(m.data<float>()[0]));
+  OPWEAVE_CHECK(std::isnan(m.data<float>()[2]));
+  Tensor m0 = reduce(ReduceOp::kMin, x, std::vector<int>{0}, false, nullptr);
+  OPWEAVE_CHECK(std::isnan(m0.data<float>()[37]));
+  OPWEAVE_CHECK(!std::isnan(m0.data<float>()[36]));
+  Tensor b = Tensor::zeros(DType::kBool, {2, 3});
+  b.data<bool>()[0] = b.data<bool>()[1] = b.data<bool>()[2] = true;
+  b.data<bool>()[4] = true;
+  Tensor all = reduce(ReduceOp::kMin, b, std::vector<int>{1}, false, nullptr);
+  Tensor any = reduce(ReduceOp::kMax, b, std::vector<int>{1}, false, nullptr);
+  OPWEAVE_CHECK(all.data<bool>()[0] && !all.data<bool>()[1]);
+  OPWEAVE_CHECK(any.data<bool>()[0] && any.data<bool>()[1]);
+  OPWEAVE_CHECK_THROWS(reduce(ReduceOp::kSum, b, std::nullopt, false, nullptr));
+}
+
+OPWEAVE_TEST(integer_mean_truncates_toward_zero_and_empty_axes_follow_the_contract) {
+  Tensor x = Tensor::empty(DType::kInt32, {3});
+  x.data<std::int32_t>()[0] = -3;
+  x.data<std::int32_t>()[1] = -1;
+  x.data<std::int32_t>()[2] = 0;
+  Tensor m = reduce(ReduceOp::kMean, x, std::nullopt, false, nullptr);
+  OPWEAVE_CHECK_EQ(m.data<std::int32_t>()[0], -1);  // -4 / 3 truncates to -1
+  Tensor e = Tensor::empty(DType::kFloat32, {0, 4});
+  Tensor s = reduce(ReduceOp::kSum, e, std::vector<int>{0}, false, nullptr);
+  OPWEAVE_CHECK(s.shape() == (Shape{4}) && s.data<float>()[3] == 0.0f);
+  Tensor mean = reduce(ReduceOp::kMean, e, std::vector<int>{0}, false, nullptr);
+  OPWEAVE_CHECK(std::isnan(mean.data<float>()[0]));
+  OPWEAVE_CHECK_THROWS(reduce(ReduceOp::kMax, e, std::vector<int>{0}, false, nullptr));
+  OPWEAVE_CHECK_THROWS(reduce(ReduceOp::kSum, e, std::vector<int>{2}, false, nullptr));
+}
+
+OPWEAVE_TEST(reductions_are_bit_identical_for_1_2_3_and_8_threads) {
+  auto pools = make_pools();
+  Tensor x = random_tensor<float>({300, 1000}, 31);
+  Tensor big = random_tensor<float>({3 * 65536 + 17}, 32);
+  for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMean, ReduceOp::kMax}) {
+    using Axes = std::optional<std::vector<int>>;
+    for (const Axes& axes : {Axes{}, Axes{std::vector<int>{0}}, Axes{std::vector<int>{1}}}) {
+      Tensor ref = reduce(op, x, axes, false, nullptr);
+      for (auto& pool : pools) OPWEAVE_CHECK(same_bits(ref, reduce(op, x, axes, false, pool.get())));
+    }
+    Tensor ref = reduce(op, big, std::nullopt, false, nullptr);
+    for (auto& pool : pools) {
+      OPWEAVE_CHECK(same_bits(ref, reduce(op, big, std::nullopt, false, pool.get())));
+    }
+  }
+}
+
+OPWEAVE_TEST(binary_ops_broadcast_and_integer_division_floors) {
+  Tensor a = Tensor::empty(DType::kInt64, {2, 1});
+  a.data<std::int64_t>()[0] = 7;
+  a.data<std::int64_t>()[1] = -7;
+  Tensor b = Tensor::empty(DType::kInt64, {3});
+  b.data<std::int64_t>()[0] = 2;
+  b.data<std::int64_t>()[1] = -2;
+  b.data<std::int64_t>()[2] = 7;
+  Tensor q = binary(BinaryOp::kDiv, a, b, nullptr);
+  OPWEAVE_CHECK(q.shape() == (Shape{2, 3}));
+  const std::int64_t expected[] = {3, -4, 1, -4, 3, -1};
+  for (int i = 0; i < 6; ++i) OPWEAVE_CHECK_EQ(q.data<std::int64_t>()[i], expected[i]);
+  Tensor zero = Tensor::zeros(DType::kInt64, {1});
+  OPWEAVE_CHECK_THROWS(binary(BinaryOp::kDiv, a, zero, nullptr));
+  Tensor f = Tensor::empty(DType::kFloat32, {3});
+  OPWEAVE_CHECK_THROWS(binary(BinaryOp::kAdd, a, f, nullptr));
+  Tensor x = random_tensor<float>({1000, 70}, 41), y = random_tensor<float>({70}, 42);
+  Tensor s = binary(BinaryOp::kMaximum, x, y, nullptr);
+  for (int i = 0; i < 1000; ++i) {
+    for (int j = 0; j < 70; ++j) {
+      const float expected = std::max(x.data<float>()[i * 70 + j], y.data<float>()[j]);
+      OPWEAVE_CHECK_EQ(s.data<float>()[i * 70 + j], expected);
+    }
+  }
+}
+
+OPWEAVE_TEST(unary_add_n_cast_and_transpose) {
+  Tensor x = random_tensor<double>({3, 4}, 51);
+  Tensor r = unary(UnaryOp::kRelu, x, nullptr);
+  Tensor sg = unary(UnaryOp::kSigmoid, x, nullptr);
+  for (int i = 0; i < 12; ++i) {
+    const double relu = x.data<double>()[i] > 0 ? x.data<double>()[i] : 0.0;
+    OPWEAVE_CHECK_EQ(r.data<double>()[i], relu);
+    OPWEAVE_CHECK(std::fabs(sg.data<double>()[i] - 1.0 / (1.0 + std::exp(-x.data<double>()[i]))) < 1e-15);
+  }
+  OPWEAVE_CHECK_THROWS(unary(UnaryOp::kExp, Tensor::zeros(DType::kInt32, {2}), nullptr));
+  Tensor s = add_n({x, x, x}, nullptr);
+  for (int i = 0; i < 12; ++i) OPWEAVE_CHECK_EQ(s.data<double>()[i], (x.data<double>()[i] + x.data<double>()[i]) + x.data<double>()[i]);
+  Tensor c = cast(x, DType::kInt32, nullptr);
+  for (int i = 0; i < 12; ++i) OPWEAVE_CHECK_EQ(c.data<std::int32_t>()[i], static_cast<std::int32_t>(x.data<double>()[i]));
+  Tensor t = transpose(x, {}, nullptr);
+  OPWEAVE_CHECK(t.shape() == (Shape{4, 3}));
+  for (int i = 0; i < 3; ++i) {
+    for (int j = 0; j < 4; ++j) OPWEAVE_CHECK_EQ(t.data<double>()[j * 3 + i], x.data<double>()[i * 4 + j]);
+  }
+  OPWEAVE_CHECK_THROWS(transpose(x, {0, 0}, nullptr));
+}
+
+OPWEAVE_TEST_MAIN()

@@ -1,0 +1,399 @@
+"""opweave.kernels agrees with NumPy, is deterministic across thread counts, and rejects bad
+arguments with clear TypeError / ValueError."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import opweave
+from opweave import _opweave_core, kernels
+
+RNG = np.random.default_rng(1234)
+FLOATS = [np.float32, np.float64]
+ALL_DTYPES = [np.float32, np.float64, np.int32, np.int64]
+
+
+def _random(shape: tuple[int, ...], dtype: Any, rng: np.random.Generator = RNG) -> Any:
+    if np.dtype(dtype).kind == "f":
+        return rng.standard_normal(shape).astype(dtype)
+    if np.dtype(dtype).kind == "b":
+        return rng.random(shape) < 0.5
+    return rng.integers(-1000, 1000, size=shape).astype(dtype)
+
+
+def _tol(dtype: Any, k: int = 1) -> dict[str, float]:
+    eps = float(np.finfo(dtype).eps)
+    return {"rtol": 50 * eps * max(1.0, np.sqrt(k)), "atol": 50 * eps * max(1.0, np.sqrt(k))}
+
+
+# --- matmul ---------------------------------------------------------------------------------
+
+
+# 1, primes, and sizes just below/above MR (6), NR (8/16/32), MC (72/144) and KC (256).
+SIZES = [1, 2, 5, 6, 7, 13, 17, 31, 33, 71, 73, 143, 145, 255, 257]
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize(("m", "n", "k"), [(s, SIZES[-1 - i], SIZES[(i * 5) % len(SIZES)])
+                                          for i, s in enumerate(SIZES)])
+def test_matmul_matches_numpy_on_edge_sizes(dtype: Any, m: int, n: int, k: int) -> None:
+    a, b = _random((m, k), dtype), _random((k, n), dtype)
+    np.testing.assert_allclose(kernels.matmul(a, b), a @ b, **_tol(dtype, k))
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("order", ["CC", "CF", "FC", "FF"])
+@pytest.mark.parametrize(("ta", "tb"), [(False, False), (True, False), (False, True), (True, True)])
+def test_matmul_layouts_and_transposes(dtype: Any, order: str, ta: bool, tb: bool) -> None:
+    m, n, k = 37, 150, 70
+    a = np.asarray(_random((k, m) if ta else (m, k), dtype), order=order[0])
+    b = np.asarray(_random((n, k) if tb else (k, n), dtype), order=order[1])
+    expected = (a.T if ta else a) @ (b.T if tb else b)
+    got = kernels.matmul(a, b, transpose_a=ta, transpose_b=tb)
+    np.testing.assert_allclose(got, expected, **_tol(dtype, k))
+    assert got.flags.c_contiguous
+
+
+def test_matmul_reads_views_with_negative_and_odd_strides() -> None:
+    base = _random((90, 80), np.float64)
+    a = base[::-2, 1::3]  # (45, 27), negative row stride
+    b = _random((40, 27), np.float64).T[:, ::-1]  # (27, 40), Fortran-like and reversed
+    np.testing.assert_allclose(kernels.matmul(a, b), a @ b, **_tol(np.float64, 27))
+
+
+@pytest.mark.parametrize(
+    ("sa", "sb"),
+    [((4,), (4,)), ((3, 4), (4,)), ((4,), (4, 5)), ((2, 3, 4), (4, 5)), ((2, 1, 3, 4), (5, 4, 2)),
+     ((7, 1, 4), (1, 4, 9)), ((0, 3, 4), (4, 2)), ((3, 0), (0, 2))],
+)
+def test_batched_matmul_broadcasts_like_numpy(sa: tuple[int, ...], sb: tuple[int, ...]) -> None:
+    a, b = _random(sa, np.float32), _random(sb, np.float32)
+    expected = np.matmul(a, b)
+    got = kernels.matmul(a, b)
+    assert got.shape == expected.shape
+    np.testing.assert_allclose(got, expected, **_tol(np.float32, 4))
+
+
+def test_matmul_out_is_written_and_returned() -> None:
+    a, b = _random((20, 30), np.float64), _random((30, 10), np.float64)
+    out = np.empty((20, 10))
+    assert kernels.matmul(a, b, out=out) is out
+    np.testing.assert_allclose(out, a @ b, **_tol(np.float64, 30))
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    m=st.integers(1, 80), n=st.integers(1, 80), k=st.integers(1, 300),
+    dtype=st.sampled_from(FLOATS), fortran=st.booleans(),
+)
+def test_matmul_random_shapes(m: int, n: int, k: int, dtype: Any, fortran: bool) -> None:
+    rng = np.random.default_rng(m * 10007 + n * 101 + k)
+    a = np.asarray(_random((m, k), dtype, rng), order="F" if fortran else "C")
+    b = _random((k, n), dtype, rng)
+    np.testing.assert_allclose(kernels.matmul(a, b), a @ b, **_tol(dtype, k))
+
+
+def test_matmul_rejects_mismatched_shapes_and_dtypes() -> None:
+    a32, b32 = np.ones((3, 4), np.float32), np.ones((5, 6), np.float32)
+    with pytest.raises(ValueError, match=r"\(3, 4\).*\(5, 6\)"):
+        kernels.matmul(a32, b32)
+    with pytest.raises(TypeError, match="float32.*float64"):
+        kernels.matmul(a32, np.ones((4, 2)))
+    with pytest.raises(TypeError, match="int32"):
+        kernels.matmul(np.ones((2, 2), np.int32), np.ones((2, 2), np.int32))
+    with pytest.raises(TypeError, match="complex128"):
+        kernels.matmul(np.ones((2, 2), complex), np.ones((2, 2), complex))
+    with pytest.raises(ValueError, match="batch"):
+        kernels.matmul(np.ones((2, 3, 4)), np.ones((3, 4, 5)))
+    with pytest.raises(ValueError, match="rank"):
+        kernels.matmul(np.float64(1.0), np.ones(2))
+
+
+def test_matmul_rejects_unsuitable_out() -> None:
+    a, b = np.ones((4, 6)), np.ones((6, 4))
+    with pytest.raises(ValueError, match="C-contiguous"):
+        kernels.matmul(a, b, out=np.empty((4, 4), order="F")[:, :])
+    with pytest.raises(ValueError, match="C-contiguous"):
+        kernels.matmul(a, b, out=np.empty((4, 8))[:, ::2])
+    with pytest.raises(ValueError, match="shape"):
+        kernels.matmul(a, b, out=np.empty((4, 5)))
+    with pytest.raises(ValueError, match="dtype"):
+        kernels.matmul(a, b, out=np.empty((4, 4), np.float32))
+    with pytest.raises(TypeError, match="ndarray"):
+        kernels.matmul(a, b, out=[[0.0] * 4] * 4)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="overlap"):
+        sq = np.ones((6, 6))
+        kernels.matmul(sq, sq, out=sq)
+
+
+# --- reductions -----------------------------------------------------------------------------
+
+REDUCE = {
+    "sum": (kernels.reduce_sum, np.sum),
+    "mean": (kernels.reduce_mean, np.mean),
+    "max": (kernels.reduce_max, np.max),
+    "min": (kernels.reduce_min, np.min),
+}
+
+
+def _numpy_reduce(op: str, x: Any, axis: Any, keepdims: bool) -> Any:
+    if op == "mean" and x.dtype.kind == "i":
+        s = np.sum(x, axis=axis, keepdims=keepdims, dtype=np.int64)
+        count = x.size // max(1, np.asarray(s).size) if x.size else 1
+        return (np.trunc(s / count)).astype(x.dtype)
+    return REDUCE[op][1](x, axis=axis, keepdims=keepdims).astype(x.dtype)
+
+
+@pytest.mark.parametrize("op", list(REDUCE))
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+@pytest.mark.parametrize(
+    "axis", [None, 0, 1, 2, -1, (0, 2), (1, 2), (0, 1), (0, 1, 2), ()]
+)
+@pytest.mark.parametrize("layout", ["C", "F", "view"])
+def test_reductions_match_numpy(op: str, dtype: Any, axis: Any, layout: str) -> None:
+    base = _random((7, 66, 129), dtype)
+    x = {"C": base, "F": np.asfortranarray(base), "view": base[::-1, 1::2, ::3]}[layout]
+    for keepdims in (False, True):
+        got = REDUCE[op][0](x, axis=axis, keepdims=keepdims)
+        expected = _numpy_reduce(op, x, axis, keepdims)
+        assert got.shape == expected.shape
+        assert got.dtype == x.dtype
+        if dtype in FLOATS:
+            np.testing.assert_allclose(got, expected, **_tol(dtype, 64))
+        elif op != "sum" or dtype == np.int64:
+            np.testing.assert_array_equal(got, expected)
+        else:  # int32 sums wrap like int32 arithmetic
+            np.testing.assert_array_equal(got, np.sum(x, axis=axis, keepdims=keepdims, dtype=np.int32))
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    shape=st.lists(st.integers(1, 9), min_size=1, max_size=4),
+    data=st.data(),
+    op=st.sampled_from(list(REDUCE)),
+)
+def test_reductions_random_shapes_and_axes(shape: list[int], data: Any, op: str) -> None:
+    x = _random(tuple(shape), np.float64, np.random.default_rng(len(shape)))
+    axes = data.draw(st.lists(st.integers(0, len(shape) - 1), unique=True))
+    got = REDUCE[op][0](x, axis=tuple(axes), keepdims=False)
+    np.testing.assert_allclose(got, REDUCE[op][1](x, axis=tuple(axes)), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("n", [1, 15, 16, 17, 255, 256, 257, 65535, 65536, 65537, 200_003])
+def test_full_sum_of_long_runs_matches_numpy(n: int) -> None:
+    x = _random((n,), np.float32)
+    np.testing.assert_allclose(kernels.reduce_sum(x), np.sum(x), rtol=1e-5, atol=1e-4)
+    assert kernels.reduce_max(x) == np.max(x)
+
+
+def test_float32_sum_is_at_least_as_accurate_as_numpy() -> None:
+    x = np.random.default_rng(5).random(1 << 20).astype(np.float32)
+    exact = np.sum(x.astype(np.float64))
+    assert abs(float(kernels.reduce_sum(x)) - exact) <= abs(float(np.sum(x)) - exact) + 1e-3
+    col = x.reshape(4096, 256)
+    exact_col = col.astype(np.float64).sum(axis=0)
+    ours = np.abs(kernels.reduce_sum(col, axis=0) - exact_col).max()
+    assert ours <= np.abs(col.sum(axis=0) - exact_col).max()
+
+
+@pytest.mark.parametrize("op", ["max", "min"])
+@pytest.mark.parametrize("axis", [None, 0, 1])
+def test_max_and_min_propagate_nan_like_numpy(op: str, axis: Any) -> None:
+    x = _random((40, 300), np.float32)
+    x[3, 7] = np.nan
+    x[20, 299] = np.nan
+    np.testing.assert_array_equal(REDUCE[op][0](x, axis=axis), REDUCE[op][1](x, axis=axis))
+
+
+def test_sum_propagates_nan_and_inf() -> None:
+    x = np.ones((5, 5))
+    x[1, 1] = np.inf
+    x[2, 2] = np.nan
+    np.testing.assert_array_equal(kernels.reduce_sum(x, axis=1), np.sum(x, axis=1))
+
+
+def test_bool_max_is_any_and_min_is_all() -> None:
+    x = _random((30, 17), np.bool_)
+    x[0] = True
+    np.testing.assert_array_equal(kernels.reduce_max(x, axis=1), np.any(x, axis=1))
+    np.testing.assert_array_equal(kernels.reduce_min(x, axis=0), np.all(x, axis=0))
+    with pytest.raises(TypeError, match="bool"):
+        kernels.reduce_sum(x)
+
+
+def test_empty_reductions() -> None:
+    e = np.zeros((0, 4), np.float32)
+    np.testing.assert_array_equal(kernels.reduce_sum(e, axis=0), np.zeros(4, np.float32))
+    assert np.isnan(kernels.reduce_mean(e, axis=0)).all()
+    assert kernels.reduce_max(e, axis=1).shape == (0,)
+    with pytest.raises(ValueError, match="empty"):
+        kernels.reduce_max(e, axis=0)
+
+
+def test_reduction_axis_errors() -> None:
+    x = np.ones((2, 3))
+    with pytest.raises(ValueError, match="out of range"):
+        kernels.reduce_sum(x, axis=2)
+    with pytest.raises(ValueError, match="repeated"):
+        kernels.reduce_sum(x, axis=(0, -2))
+    with pytest.raises(TypeError, match="float16"):
+        kernels.reduce_sum(np.ones(3, np.float16))
+
+
+# --- element-wise ---------------------------------------------------------------------------
+
+BINARY = {
+    "add": (kernels.add, np.add),
+    "sub": (kernels.sub, np.subtract),
+    "mul": (kernels.mul, np.multiply),
+    "div": (kernels.div, None),
+    "maximum": (kernels.maximum, np.maximum),
+    "minimum": (kernels.minimum, np.minimum),
+}
+
+
+@pytest.mark.parametrize("op", list(BINARY))
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+@pytest.mark.parametrize(
+    ("sa", "sb"), [((1000,), (1000,)), ((50, 1), (1, 70)), ((3, 1, 5), (4, 5)), ((), (6,)),
+                   ((200, 300), (300,))],
+)
+def test_binary_ops_match_numpy(op: str, dtype: Any, sa: Any, sb: Any) -> None:
+    a, b = _random(sa, dtype), _random(sb, dtype)
+    if op == "div" and np.dtype(dtype).kind == "i":
+        b = np.where(b == 0, 1, b).astype(dtype)
+        expected = np.floor_divide(a, b)
+    elif op == "div":
+        expected = np.true_divide(a, b)
+    else:
+        expected = BINARY[op][1](a, b)  # type: ignore[misc]
+    got = BINARY[op][0](a, b)
+    assert got.dtype == np.dtype(dtype)
+    np.testing.assert_array_equal(got, expected)
+
+
+def test_binary_ops_on_strided_views_and_large_arrays() -> None:
+    a = _random((400, 300), np.float32).T  # Fortran view
+    b = _random((600, 400), np.float32)[::-2]
+    np.testing.assert_array_equal(kernels.add(a, b), a + b)
+    big = _random((1 << 18,), np.float64)
+    np.testing.assert_array_equal(kernels.mul(big, 3.0), big * 3.0)
+
+
+def test_maximum_propagates_nan_and_scalars_take_the_array_dtype() -> None:
+    a = np.array([1.0, np.nan, -1.0], np.float32)
+    got = kernels.maximum(a, 0.0)
+    assert got.dtype == np.float32
+    np.testing.assert_array_equal(got, np.maximum(a, np.float32(0)))
+
+
+def test_binary_errors() -> None:
+    with pytest.raises(TypeError, match="float32.*float64"):
+        kernels.add(np.ones(3, np.float32), np.ones(3))
+    with pytest.raises(ValueError, match=r"\(3,\).*\(4,\)"):
+        kernels.add(np.ones(3), np.ones(4))
+    with pytest.raises(opweave.errors.InvalidArgumentError, match="division by zero"):
+        kernels.div(np.ones(3, np.int32), np.zeros(3, np.int32))
+    with pytest.raises(TypeError, match="bool"):
+        kernels.sub(np.ones(3, bool), np.ones(3, bool))
+
+
+UNARY = {
+    "neg": (kernels.neg, np.negative),
+    "relu": (kernels.relu, lambda x: np.where(x < 0, 0, x).astype(x.dtype)),
+    "exp": (kernels.exp, np.exp),
+    "tanh": (kernels.tanh, np.tanh),
+    "sigmoid": (kernels.sigmoid, lambda x: (1 / (1 + np.exp(-x.astype(np.float64)))).astype(x.dtype)),
+}
+
+
+@pytest.mark.parametrize("op", list(UNARY))
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+def test_unary_ops_match_numpy(op: str, dtype: Any) -> None:
+    x = _random((70, 90), dtype)[:, ::2]
+    if op in ("exp", "tanh", "sigmoid") and np.dtype(dtype).kind == "i":
+        with pytest.raises(TypeError, match=op):
+            UNARY[op][0](x)
+        return
+    if op == "exp":
+        x = x / 4
+    np.testing.assert_allclose(UNARY[op][0](x), UNARY[op][1](x), **_tol(dtype if dtype in FLOATS else np.float64))
+
+
+def test_sigmoid_does_not_overflow() -> None:
+    x = np.array([-1000.0, 0.0, 1000.0])
+    np.testing.assert_array_equal(kernels.sigmoid(x), [0.0, 0.5, 1.0])
+
+
+def test_add_n_cast_and_transpose() -> None:
+    xs = [_random((30, 40), np.float32) for _ in range(4)]
+    np.testing.assert_array_equal(kernels.add_n(xs), ((xs[0] + xs[1]) + xs[2]) + xs[3])
+    with pytest.raises(ValueError, match="shapes differ"):
+        kernels.add_n([np.ones(2), np.ones(3)])
+    f = np.array([1.7, -1.7, 0.0, np.nan, 2.5])
+    np.testing.assert_array_equal(kernels.cast(f, bool), f.astype(bool))
+    np.testing.assert_array_equal(kernels.cast(f[:3], np.int64), f[:3].astype(np.int64))
+    np.testing.assert_array_equal(kernels.cast(np.array([True, False]), np.float32), [1.0, 0.0])
+    x = _random((3, 4, 5), np.int64)
+    np.testing.assert_array_equal(kernels.transpose(x), x.T)
+    np.testing.assert_array_equal(kernels.transpose(x, (1, 0, 2)), x.transpose(1, 0, 2))
+    with pytest.raises(ValueError, match="permutation"):
+        kernels.transpose(x, (0, 0, 1))
+
+
+# --- determinism and threads ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_results_are_bit_identical_for_1_2_3_and_8_threads(dtype: Any) -> None:
+    a, b = _random((301, 257), dtype), _random((257, 170), dtype)
+    x = _random((700, 1100), dtype)
+    ref_mm = kernels.matmul(a, b, _num_threads=1)
+    ref_sum = [kernels.reduce_sum(x, axis=ax, _num_threads=1) for ax in (None, 0, 1)]
+    ref_mean = kernels.reduce_mean(x.T, axis=0, _num_threads=1)
+    for threads in (2, 3, 8):
+        assert kernels.matmul(a, b, _num_threads=threads).tobytes() == ref_mm.tobytes()
+        for ax, ref in zip((None, 0, 1), ref_sum):
+            got = kernels.reduce_sum(x, axis=ax, _num_threads=threads)
+            assert got.tobytes() == ref.tobytes()
+        got_mean = kernels.reduce_mean(x.T, axis=0, _num_threads=threads)
+        assert got_mean.tobytes() == ref_mean.tobytes()
+    # The global pool gives the same bits as well.
+    assert kernels.matmul(a, b).tobytes() == ref_mm.tobytes()
+
+
+def test_num_threads_hook_rejects_nonsense() -> None:
+    with pytest.raises(ValueError, match="_num_threads"):
+        kernels.reduce_sum(np.ones(3), _num_threads=0)
+
+
+def test_kernels_release_the_gil() -> None:
+    # While one thread runs a long matmul, another Python thread keeps making progress.
+    a = _random((700, 700), np.float64)
+    ticks = []
+    stop = threading.Event()
+
+    def ticker() -> None:
+        while not stop.is_set():
+            ticks.append(1)
+            stop.wait(0.0005)
+
+    t = threading.Thread(target=ticker)
+    t.start()
+    try:
+        for _ in range(3):
+            kernels.matmul(a, a, _num_threads=1)
+    finally:
+        stop.set()
+        t.join()
+    assert len(ticks) > 3
+
+
+def test_isa_dispatch_reports_a_known_kernel() -> None:
+    assert _opweave_core.gemm_isa("float32") in ("avx512", "avx2+fma", "portable")
