@@ -16,7 +16,7 @@ with input shapes: [2,3], [4,5].``
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 
@@ -525,6 +525,24 @@ def cast(x: TensorLike, dtype: Any, name: str | None = None) -> Tensor:
 
 
 # -- py_function --------------------------------------------------------------------------------
+
+
+@overload
+def py_function(
+    func: Callable[..., Any],
+    inp: Sequence[TensorLike],
+    Tout: DType | str | type,
+    name: str | None = None,
+) -> Tensor: ...
+
+
+@overload
+def py_function(
+    func: Callable[..., Any],
+    inp: Sequence[TensorLike],
+    Tout: list[Any] | tuple[Any, ...],
+    name: str | None = None,
+) -> list[Tensor]: ...
 
 
 def py_function(

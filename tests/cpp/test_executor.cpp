@@ -250,4 +250,66 @@ OPWEAVE_TEST(named_pool_with_other_size_is_invalid_argument) {
   OPWEAVE_CHECK(threw);
 }
 
+OPWEAVE_TEST(a_chain_of_expensive_nodes_continues_on_one_thread) {
+  auto g = std::make_shared<Graph>();
+  register_test_kernels();
+  int prev = add(*g, "s0", "TSleep", {}, {{"ms", AttrValue{std::int64_t{1}}}});
+  for (int i = 1; i < 6; ++i) {
+    prev = add(*g, "s" + std::to_string(i), "TSleep", {{prev, 0}},
+               {{"ms", AttrValue{std::int64_t{1}}}});
+  }
+  Executor ex(g);
+  ThreadPool pool(PoolOptions{2, "test-inter", 0, Affinity::kNone});
+  StepStatsCollector stats;
+  RunRequest req;
+  req.inter_pool = &pool;
+  req.observer = &stats;
+  req.fetches = {{prev, 0}};
+  ex.run(req);
+  std::vector<NodeExecStats> s = stats.take();
+  OPWEAVE_CHECK_EQ(s.size(), std::size_t{6});
+  for (const NodeExecStats& n : s) OPWEAVE_CHECK_EQ(n.thread_id, s[0].thread_id);
+  OPWEAVE_CHECK(s[0].thread_id != current_thread_id());  // the caller only waits
+}
+
+OPWEAVE_TEST(measured_cheap_nodes_drop_below_the_inline_threshold) {
+  Fixture f;
+  Executor ex(f.g);
+  ThreadPool pool(PoolOptions{1, "test-inter", 0, Affinity::kNone});
+  RunRequest req;
+  req.inter_pool = &pool;
+  req.fetches = {{f.d, 0}};
+  auto compiled = ex.compiled({}, req.fetches, {});
+  const int c_index = 2;  // a, b, c, d in graph order
+  OPWEAVE_CHECK_EQ(compiled->node(c_index).def->name, std::string("c"));
+  OPWEAVE_CHECK(compiled->node(c_index).cost_ns.load() >= kInlineThresholdNs);  // starts expensive
+  for (int i = 0; i < 100; ++i) ex.run(req);
+  OPWEAVE_CHECK(compiled->node(c_index).cost_ns.load() < kInlineThresholdNs);
+  OPWEAVE_CHECK(compiled->node(0).hint == CostHint::kCheap);  // Const is always inline
+}
+
+OPWEAVE_TEST(a_run_started_inside_a_node_runs_in_that_thread_without_deadlock) {
+  auto g = std::make_shared<Graph>();
+  register_test_kernels();
+  int leaf = add(*g, "leaf", "TSleep", {}, {{"ms", AttrValue{std::int64_t{1}}}});
+  auto ex = std::make_shared<Executor>(g);
+  ThreadPool pool(PoolOptions{1, "test-inter", 0, Affinity::kNone});
+  register_kernel("TNested", {[&](const NodeDef&) -> Kernel {
+                                return [&, leaf](KernelContext& ctx) {
+                                  OPWEAVE_CHECK(Executor::in_node());
+                                  RunRequest inner;
+                                  inner.inter_pool = &pool;  // its only worker is running us
+                                  inner.fetches = {{leaf, 0}};
+                                  ctx.outputs[0] = ex->run(inner)[0];
+                                };
+                              },
+                              CostHint::kExpensive});
+  int outer = add(*g, "outer", "TNested", {});
+  RunRequest req;
+  req.inter_pool = &pool;
+  req.fetches = {{outer, 0}};
+  OPWEAVE_CHECK_EQ(value(ex->run(req)[0]), 0);
+  OPWEAVE_CHECK(!Executor::in_node());
+}
+
 OPWEAVE_TEST_MAIN()

@@ -111,7 +111,14 @@ std::shared_ptr<const CompiledGraph> CompiledGraph::compile(const Graph& graph,
     g->successors_.insert(g->successors_.end(), succ[c].begin(), succ[c].end());
     g->nodes_[c]->succ_end = static_cast<int>(g->successors_.size());
   }
-  for (const TensorId& f : fetches) g->fetch_slots_.push_back(slot_of(f));
+  g->slot_readers_.assign(static_cast<std::size_t>(g->num_slots_), 0);
+  for (const auto& node : g->nodes_) {
+    for (int s : node->input_slots) ++g->slot_readers_[static_cast<std::size_t>(s)];
+  }
+  for (const TensorId& f : fetches) {
+    g->fetch_slots_.push_back(slot_of(f));
+    ++g->slot_readers_[static_cast<std::size_t>(g->fetch_slots_.back())];
+  }
   return g;
 }
 

@@ -47,12 +47,16 @@ class CompiledGraph {
   int num_slots() const noexcept { return num_slots_; }
   // Feeds occupy slots [0, feeds.size()) in the order given to compile().
   const std::vector<int>& fetch_slots() const noexcept { return fetch_slots_; }
+  // How many input edges read each slot; a slot is released when its last reader has copied it.
+  // Fetched slots get one extra reference nobody drops, so they survive to the end of the run.
+  const std::vector<int>& slot_readers() const noexcept { return slot_readers_; }
 
  private:
   std::vector<std::unique_ptr<CompiledNode>> nodes_;  // in graph (topological) order
   std::vector<int> successors_;
   std::vector<int> roots_;
   std::vector<int> fetch_slots_;
+  std::vector<int> slot_readers_;
   int num_slots_ = 0;
 };
 

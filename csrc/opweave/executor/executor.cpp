@@ -28,7 +28,13 @@ struct Executor::Run {
         req(request),
         inline_mode(run_inline),
         pending(new std::atomic<int>[static_cast<std::size_t>(graph.num_nodes())]),
+        readers(new std::atomic<int>[static_cast<std::size_t>(graph.num_slots())]),
         slots(static_cast<std::size_t>(graph.num_slots())) {
+    for (int s = 0; s < g.num_slots(); ++s) {
+      // Relaxed: published to workers by the pool's queue synchronisation, like `pending`.
+      readers[static_cast<std::size_t>(s)].store(g.slot_readers()[static_cast<std::size_t>(s)],
+                                                 std::memory_order_relaxed);
+    }
     for (int i = 0; i < g.num_nodes(); ++i) {
       // Relaxed: the counters are published to workers by the pool's queue synchronisation.
       pending[static_cast<std::size_t>(i)].store(g.node(i).initial_pending,
@@ -44,6 +50,7 @@ struct Executor::Run {
   const RunRequest& req;
   const bool inline_mode;
   std::unique_ptr<std::atomic<int>[]> pending;
+  std::unique_ptr<std::atomic<int>[]> readers;  // input edges still to read each slot
   std::vector<Tensor> slots;  // each written once by its producer before any reader is ready
   // Nodes ready or running but not finished. Reaching zero ends the run.
   std::atomic<int> outstanding{0};
@@ -102,12 +109,28 @@ struct Executor::Run {
          nullptr);
   }
 
+  // Drops a slot's tensor once every reader has its own handle, so intermediates are freed as
+  // the run goes instead of at its end.
+  void release_inputs(const CompiledNode& node) {
+    for (int s : node.input_slots) {
+      // acq_rel: every other reader's copy of the slot happens-before the last decrement, so
+      // the thread that clears it cannot race with a reader still copying.
+      if (readers[static_cast<std::size_t>(s)].fetch_sub(1, std::memory_order_acq_rel) == 1) {
+        slots[static_cast<std::size_t>(s)] = Tensor();
+      }
+    }
+  }
+
   void execute(int n) {
     const CompiledNode& node = g.node(n);
-    if (cancelled.load(std::memory_order_relaxed)) return;
+    if (cancelled.load(std::memory_order_relaxed)) {
+      release_inputs(node);
+      return;
+    }
     std::vector<Tensor> inputs;
     inputs.reserve(node.input_slots.size());
     for (int s : node.input_slots) inputs.push_back(slots[static_cast<std::size_t>(s)]);
+    release_inputs(node);
     std::vector<Tensor> outputs(static_cast<std::size_t>(node.num_outputs));
     if (req.observer) req.observer->on_start(*node.def, now_micros());
     const Clock::time_point t0 = Clock::now();
