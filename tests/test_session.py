@@ -263,8 +263,9 @@ def test_operation_timeout_in_ms_applies_to_every_run() -> None:
     assert counter[0] < 100
 
 
-def test_ctrl_c_raises_keyboard_interrupt_and_cancels_the_run() -> None:
-    code = textwrap.dedent(
+@pytest.mark.parametrize("inter", [0, -1])
+def test_ctrl_c_raises_keyboard_interrupt_and_cancels_the_run(inter: int) -> None:
+    code = f"INTER = {inter}\n" + textwrap.dedent(
         """
         import sys, time
         import numpy as np
@@ -280,7 +281,7 @@ def test_ctrl_c_raises_keyboard_interrupt_and_cancels_the_run() -> None:
             t = ow.constant(0.0)
             for _ in range(500):
                 t = ow.py_function(step, [t], ow.float32)
-        sess = ow.Session(graph=g)
+        sess = ow.Session(graph=g, config=ow.ConfigProto(inter_op_parallelism_threads=INTER))
         try:
             sess.run(t)
         except KeyboardInterrupt:
@@ -344,6 +345,18 @@ def test_step_stats_thread_ids_are_real_kernel_thread_ids() -> None:
             tid, options=ow.RunOptions(trace_level=ow.RunOptions.FULL_TRACE), run_metadata=meta
         )
     assert meta.step_stats.node_stats[0].thread_id == int(got)
+
+
+def test_tensor_eval_and_operation_run_use_the_default_session() -> None:
+    with ow.Graph().as_default() as g:
+        x = ow.placeholder(ow.float32, shape=())
+        y = ow.identity(x)
+        nop = ow.no_op()
+    with ow.Session(graph=g):
+        assert y.eval(feed_dict={x: 2.0}) == 2.0
+        nop.run()
+    with pytest.raises(ValueError, match="without a session"):
+        y.eval(feed_dict={x: 2.0})
 
 
 def test_no_step_stats_without_tracing() -> None:

@@ -87,6 +87,7 @@ class ConfigProto:
         Print each node's placement (to stderr) when the session first places it.
     device_count : dict of str to int
         ``{'CPU': n}`` gives devices ``/device:CPU:0`` .. ``/device:CPU:n-1`` (default 1).
+        CPU devices are logical: they all share the intra-op and inter-op pools.
     operation_timeout_in_ms : int
         Default deadline of every run (0 = none); a run past it is cancelled with
         ``DeadlineExceededError``.

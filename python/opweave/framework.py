@@ -96,6 +96,13 @@ class Tensor:
         """The static shape (same as :attr:`shape`)."""
         return self.shape
 
+    def eval(self, feed_dict: Any = None, session: Any = None) -> Any:
+        """This tensor's value: ``session.run(self, feed_dict)``.
+
+        ``session`` defaults to the innermost session entered with ``with`` in this thread.
+        """
+        return _session_for(session, self.graph).run(self, feed_dict=feed_dict)
+
     def __repr__(self) -> str:
         return (
             f"<opweave.Tensor '{self.name}' shape={format_shape(self.shape)} "
@@ -205,6 +212,24 @@ class Operation:
 
     def __repr__(self) -> str:
         return f"<opweave.Operation '{self.name}' type={self.type}>"
+
+    def run(self, feed_dict: Any = None, session: Any = None) -> None:
+        """Run this op: ``session.run(self, feed_dict)`` (default: the current session)."""
+        _session_for(session, self.graph).run(self, feed_dict=feed_dict)
+
+
+def _session_for(session: Any, graph: Graph) -> Any:
+    if session is None:
+        from .session import get_default_session
+
+        session = get_default_session()
+        if session is None:
+            raise ValueError(
+                "Cannot evaluate without a session: pass session=, or use `with Session():`"
+            )
+    if session.graph is not graph:
+        raise ValueError("The session's graph is not the graph of this tensor or op")
+    return session
 
 
 def _canonical_device(spec: str | None) -> str:
