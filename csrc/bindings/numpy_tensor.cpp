@@ -59,8 +59,11 @@ Tensor tensor_copy_from_numpy(const py::array& array) {
 Tensor tensor_from_numpy(const py::array& array) {
   const DType dtype = dtype_from_numpy(array.dtype());
   const auto item = static_cast<py::ssize_t>(dtype_size(dtype));
-  bool viewable = array.dtype().attr("isnative").cast<bool>() &&
-                  array.attr("flags").attr("aligned").cast<bool>();
+  // '=' native, '|' not applicable (1-byte types), '<' little-endian (native on our targets).
+  const char order = array.dtype().byteorder();
+  const bool native = order == '=' || order == '|' || order == '<';
+  bool viewable =
+      native && (array.flags() & py::detail::npy_api::constants::NPY_ARRAY_ALIGNED_) != 0;
   Shape shape(array.shape(), array.shape() + array.ndim());
   Shape strides(static_cast<std::size_t>(array.ndim()));
   for (py::ssize_t i = 0; i < array.ndim() && viewable; ++i) {

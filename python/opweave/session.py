@@ -252,6 +252,8 @@ class Session:
 
     # -- placement ------------------------------------------------------------------------------
     def _place_new_ops(self) -> None:
+        if len(self._graph._ops) == self._placed:
+            return  # fast path: nothing new (a racy read only delays the check to the lock)
         with self._lock:
             ops = self._graph.get_operations()[self._placed :]
             for op in ops:
