@@ -23,6 +23,7 @@ except ImportError as exc:  # pragma: no cover - exercised only on broken instal
     ) from exc
 
 from . import errors, kernels
+from ._pool import parallel_info
 from .config import (
     ConfigProto,
     PoolConfigWarning,
@@ -114,6 +115,7 @@ __all__ = [
     "name_scope",
     "neg",
     "no_op",
+    "parallel_info",
     "placeholder",
     "py_function",
     "reduce_max",

@@ -1,5 +1,6 @@
 #include "opweave/executor/session_pools.h"
 
+#include <algorithm>
 #include <map>
 #include <mutex>
 
@@ -11,17 +12,13 @@ namespace opweave {
 
 namespace {
 
-struct GlobalState {
-  std::mutex mutex;  // guards everything below: sessions are created from many threads
-  bool intra_set = false;
-  bool inter_set = false;
-  GlobalPoolInfo info;
-  ThreadPool* inter_pool = nullptr;
-  std::map<std::string, std::shared_ptr<ThreadPool>> named;
+struct NamedPools {
+  std::mutex mutex;  // guards pools: sessions are created from many threads
+  std::map<std::string, std::shared_ptr<ThreadPool>> pools;
 };
 
-GlobalState& state() {
-  static GlobalState* s = new GlobalState;  // leaked: pools may be used during static teardown
+NamedPools& named_pools() {
+  static NamedPools* s = new NamedPools;  // leaked: pools may be used during static teardown
   return *s;
 }
 
@@ -40,48 +37,36 @@ int resolve_num_threads(int requested) {
 
 GlobalPoolInfo configure_global_pools_if_unset(int intra_op_threads, int inter_op_threads,
                                                const std::string& source) {
-  GlobalState& s = state();
-  std::lock_guard<std::mutex> lock(s.mutex);
-  if (!s.intra_set) {
-    const int n = std::max(1, resolve_num_threads(intra_op_threads));
-    ThreadPool* intra = global_intra_pool();
-    if (intra->num_workers() != n - 1) intra->resize(n - 1);
-    s.info.intra_op_threads = n;
-    s.info.intra_source = source;
-    s.intra_set = true;
-  }
-  if (!s.inter_set && inter_op_threads >= 0) {
-    const int m = std::max(1, resolve_num_threads(inter_op_threads));
-    if (!s.inter_pool) s.inter_pool = new ThreadPool(inter_options(m, "inter-op"));
-    if (s.inter_pool->num_workers() != m) s.inter_pool->resize(m);
-    s.info.inter_op_threads = m;
-    s.info.inter_source = source;
-    s.inter_set = true;
-  }
-  return s.info;
+  // runtime.h owns the global pools and their precedence rules; n <= 0 leaves a pool to them.
+  ParallelismInEffect e = configure_parallelism_if_unset(std::max(0, intra_op_threads),
+                                                         std::max(0, inter_op_threads), source);
+  GlobalPoolInfo info;
+  info.intra_op_threads = e.intra;
+  info.inter_op_threads = e.inter;
+  info.intra_source = e.intra_source;
+  info.inter_source = e.inter_source;
+  return info;
 }
 
 GlobalPoolInfo global_pool_info() {
-  GlobalState& s = state();
-  std::lock_guard<std::mutex> lock(s.mutex);
-  return s.info;
+  GlobalPoolInfo info;
+  info.intra_op_threads = intra_op_parallelism();
+  info.inter_op_threads = inter_op_parallelism();
+  info.intra_source = intra_op_parallelism_source();
+  info.inter_source = inter_op_parallelism_source();
+  return info;
 }
 
 ThreadPool* global_session_intra_pool() { return global_intra_pool(); }
 
-ThreadPool* global_session_inter_pool() {
-  configure_global_pools_if_unset(0, 0, "the system default (available CPUs)");
-  GlobalState& s = state();
-  std::lock_guard<std::mutex> lock(s.mutex);
-  return s.inter_pool;
-}
+ThreadPool* global_session_inter_pool() { return global_inter_pool(); }
 
 std::shared_ptr<ThreadPool> named_inter_pool(const std::string& name, int num_threads) {
   const int n = std::max(1, resolve_num_threads(num_threads));
-  GlobalState& s = state();
+  NamedPools& s = named_pools();
   std::lock_guard<std::mutex> lock(s.mutex);
-  auto it = s.named.find(name);
-  if (it != s.named.end()) {
+  auto it = s.pools.find(name);
+  if (it != s.pools.end()) {
     if (it->second->num_workers() != n) {
       throw_invalid_argument("Pool " + name + " configured previously with num_threads=" +
                              std::to_string(it->second->num_workers()) +
@@ -90,7 +75,7 @@ std::shared_ptr<ThreadPool> named_inter_pool(const std::string& name, int num_th
     return it->second;
   }
   auto pool = std::make_shared<ThreadPool>(inter_options(n, "inter-op " + name));
-  s.named.emplace(name, pool);
+  s.pools.emplace(name, pool);
   return pool;
 }
 
