@@ -1,7 +1,154 @@
+// Graph construction: opweave._opweave_core.{DType, Graph} and the PyFunc kernel. The Python
+// layer (opweave.framework / opweave.ops) checks shapes and dtypes; this file only stores nodes.
+#include <pybind11/numpy.h>
+#include <pybind11/stl.h>
+
+#include <stdexcept>
+
+#include "numpy_tensor.h"
+#include "opweave/errors.h"
+#include "opweave/executor/kernel_registry.h"
+#include "opweave/graph/graph.h"
 #include "register.h"
+
+namespace py = pybind11;
 
 namespace opweave::bindings {
 
-void register_graph(pybind11::module_& /*m*/) {}
+namespace {
+
+// A Python exception raised inside a py_function, carried through the C++ executor so the
+// session can re-raise the original object (type and traceback intact).
+class PythonException : public std::runtime_error {
+ public:
+  PythonException(const std::string& what, std::shared_ptr<py::object> value)
+      : std::runtime_error(what), value_(std::move(value)) {}
+  const std::shared_ptr<py::object>& value() const noexcept { return value_; }
+
+ private:
+  std::shared_ptr<py::object> value_;
+};
+
+AttrValue attr_from_python(const py::handle& v) {
+  if (py::isinstance<py::bool_>(v)) return v.cast<bool>();
+  if (py::isinstance<DType>(v)) return v.cast<DType>();
+  if (py::isinstance<py::int_>(v)) return v.cast<std::int64_t>();
+  if (py::isinstance<py::float_>(v)) return v.cast<double>();
+  if (py::isinstance<py::str>(v)) return v.cast<std::string>();
+  // Constants are copied: the graph must not alias memory the user may mutate later.
+  if (py::isinstance<py::array>(v)) return tensor_copy_from_numpy(v.cast<py::array>());
+  if (py::isinstance<py::list>(v) || py::isinstance<py::tuple>(v)) {
+    py::sequence seq = v.cast<py::sequence>();
+    if (seq.size() > 0 && py::isinstance<DType>(seq[0])) return v.cast<std::vector<DType>>();
+    return v.cast<std::vector<std::int64_t>>();
+  }
+  if (PyCallable_Check(v.ptr())) {
+    std::shared_ptr<py::object> fn = gil_safe_ref(py::reinterpret_borrow<py::object>(v));
+    auto host = std::make_shared<HostFunction>(
+        [fn](const std::vector<Tensor>& inputs) -> std::vector<Tensor> {
+          // The callable is Python, so it needs the GIL, and holds it only while it runs: the
+          // executor and other ops never wait for the GIL while holding a lock it could need.
+          py::gil_scoped_acquire gil;
+          try {
+            py::tuple args(inputs.size());
+            for (std::size_t i = 0; i < inputs.size(); ++i) {
+              args[i] = numpy_from_tensor(inputs[i], /*writeable=*/false, /*copy=*/false);
+            }
+            py::object result = (*fn)(*args);
+            std::vector<Tensor> outputs;
+            for (const py::handle& r : result) {
+              outputs.push_back(tensor_copy_from_numpy(py::reinterpret_borrow<py::array>(r)));
+            }
+            return outputs;
+          } catch (py::error_already_set& e) {
+            std::string what = e.what();
+            py::object exc = e.value();
+            // Keep the frames of the py_function body on the exception object itself.
+            if (e.trace() && !e.trace().is_none())
+              PyException_SetTraceback(exc.ptr(), e.trace().ptr());
+            auto value = gil_safe_ref(exc);
+            throw PythonException(what, std::move(value));
+          }
+        });
+    return host;
+  }
+  throw py::type_error("unsupported attribute value: " + py::repr(v).cast<std::string>());
+}
+
+void register_py_func_kernel() {
+  register_kernel(
+      "PyFunc", {[](const NodeDef& node) -> Kernel {
+                   auto fn = node.attr<std::shared_ptr<HostFunction>>("func");
+                   std::vector<DType> tout = node.attr<std::vector<DType>>("Tout");
+                   return [fn, tout](KernelContext& ctx) {
+                     std::vector<Tensor> out = (*fn)(ctx.inputs);
+                     if (out.size() != tout.size()) {
+                       throw_invalid_argument("py_function returned " + std::to_string(out.size()) +
+                                              " values; Tout has " + std::to_string(tout.size()));
+                     }
+                     for (std::size_t i = 0; i < out.size(); ++i) {
+                       if (out[i].dtype() != tout[i]) {
+                         throw_invalid_argument(std::string("py_function output ") +
+                                                std::to_string(i) + " has dtype " +
+                                                dtype_name(out[i].dtype()) + "; Tout says " +
+                                                dtype_name(tout[i]));
+                       }
+                       ctx.outputs[i] = std::move(out[i]);
+                     }
+                   };
+                 },
+                 CostHint::kExpensive});
+}
+
+}  // namespace
+
+// The original Python exception behind a failed py_function, or None.
+py::object python_exception_of(const std::exception_ptr& cause) {
+  if (!cause) return py::none();
+  try {
+    std::rethrow_exception(cause);
+  } catch (const PythonException& e) {
+    return *e.value();
+  } catch (...) {
+    return py::none();
+  }
+}
+
+void register_graph(py::module_& m) {
+  py::enum_<DType>(m, "DType")
+      .value("float32", DType::kFloat32)
+      .value("float64", DType::kFloat64)
+      .value("int32", DType::kInt32)
+      .value("int64", DType::kInt64)
+      .value("bool", DType::kBool);
+
+  py::class_<Graph, std::shared_ptr<Graph>>(m, "Graph")
+      .def(py::init<>())
+      .def(
+          "add_node",
+          [](Graph& g, const std::string& name, const std::string& op,
+             const std::vector<std::pair<int, int>>& inputs, const std::vector<int>& control_inputs,
+             const py::dict& attrs, const std::string& device, int num_outputs) {
+            NodeDef d;
+            d.name = name;
+            d.op = op;
+            for (const auto& [node, index] : inputs) d.inputs.push_back({node, index});
+            d.control_inputs = control_inputs;
+            for (const auto& [k, v] : attrs) {
+              const std::string key = k.cast<std::string>();
+              // An empty list carries no element type: Tout is always a list of dtypes.
+              d.attrs[key] =
+                  key == "Tout" ? AttrValue{v.cast<std::vector<DType>>()} : attr_from_python(v);
+            }
+            d.device = device;
+            d.num_outputs = num_outputs;
+            return g.add_node(std::move(d));
+          },
+          py::arg("name"), py::arg("op"), py::arg("inputs"), py::arg("control_inputs"),
+          py::arg("attrs"), py::arg("device"), py::arg("num_outputs"))
+      .def("num_nodes", &Graph::num_nodes);
+
+  register_py_func_kernel();
+}
 
 }  // namespace opweave::bindings

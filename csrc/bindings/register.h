@@ -9,6 +9,7 @@ void register_errors(pybind11::module_& m);
 void register_pool(pybind11::module_& m);
 void register_kernels(pybind11::module_& m);
 void register_graph(pybind11::module_& m);
+void register_session(pybind11::module_& m);
 void register_threads(pybind11::module_& m);
 
 }  // namespace opweave::bindings

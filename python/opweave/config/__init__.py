@@ -1,6 +1,13 @@
-"""TensorFlow-2-style configuration: ``opweave.config.threading`` mirrors ``tf.config.threading``.
+"""Configuration: TensorFlow 1's protos and TensorFlow 2's ``tf.config.threading``.
+
+- :class:`ConfigProto`, :class:`ThreadPoolOptionProto`, :class:`RunOptions`,
+  :class:`RunMetadata` (and the step stats it holds): how a Session runs, with TensorFlow 1's
+  field names and defaults (``opweave.ConfigProto`` is the same class);
+- :mod:`opweave.config.threading`: ``tf.config.threading``'s four functions on opweave's pools.
 
 >>> import opweave
+>>> opweave.config.ConfigProto is opweave.ConfigProto
+True
 >>> opweave.config.threading.get_intra_op_parallelism_threads()  # doctest: +SKIP
 0
 """
@@ -8,5 +15,25 @@
 from __future__ import annotations
 
 from . import threading
+from ._protos import (
+    ConfigProto,
+    DeviceStepStats,
+    NodeExecStats,
+    PoolConfigWarning,
+    RunMetadata,
+    RunOptions,
+    StepStats,
+    ThreadPoolOptionProto,
+)
 
-__all__ = ["threading"]
+__all__ = [
+    "ConfigProto",
+    "DeviceStepStats",
+    "NodeExecStats",
+    "PoolConfigWarning",
+    "RunMetadata",
+    "RunOptions",
+    "StepStats",
+    "ThreadPoolOptionProto",
+    "threading",
+]

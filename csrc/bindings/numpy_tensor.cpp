@@ -1,0 +1,100 @@
+#include "numpy_tensor.h"
+
+#include <cstring>
+
+namespace py = pybind11;
+
+namespace opweave::bindings {
+
+py::dtype numpy_dtype(DType dtype) {
+  switch (dtype) {
+    case DType::kFloat32:
+      return py::dtype::of<float>();
+    case DType::kFloat64:
+      return py::dtype::of<double>();
+    case DType::kInt32:
+      return py::dtype::of<std::int32_t>();
+    case DType::kInt64:
+      return py::dtype::of<std::int64_t>();
+    case DType::kBool:
+      return py::dtype::of<bool>();
+  }
+  throw py::type_error("unknown dtype");
+}
+
+DType dtype_from_numpy(const py::dtype& dtype) {
+  const char kind = dtype.kind();
+  const auto size = dtype.itemsize();
+  if (kind == 'f' && size == 4) return DType::kFloat32;
+  if (kind == 'f' && size == 8) return DType::kFloat64;
+  if (kind == 'i' && size == 4) return DType::kInt32;
+  if (kind == 'i' && size == 8) return DType::kInt64;
+  if (kind == 'b' && size == 1) return DType::kBool;
+  throw py::type_error("unsupported NumPy dtype " + py::str(dtype).cast<std::string>());
+}
+
+std::shared_ptr<py::object> gil_safe_ref(py::object object) {
+  return std::shared_ptr<py::object>(new py::object(std::move(object)), [](py::object* p) {
+    // The last reference may die on a pool thread that does not hold the GIL; decref needs it.
+    // During interpreter shutdown Python objects can no longer be touched: leak instead.
+    if (!Py_IsInitialized()) {
+      p->release();
+      delete p;
+      return;
+    }
+    py::gil_scoped_acquire gil;
+    delete p;
+  });
+}
+
+Tensor tensor_copy_from_numpy(const py::array& array) {
+  const DType dtype = dtype_from_numpy(array.dtype());
+  py::array c = py::array::ensure(array, py::array::c_style);
+  Shape shape(c.shape(), c.shape() + c.ndim());
+  Tensor t = Tensor::empty(dtype, shape);
+  if (t.nbytes()) std::memcpy(t.raw_data(), c.data(), t.nbytes());
+  return t;
+}
+
+Tensor tensor_from_numpy(const py::array& array) {
+  const DType dtype = dtype_from_numpy(array.dtype());
+  const auto item = static_cast<py::ssize_t>(dtype_size(dtype));
+  // '=' native, '|' not applicable (1-byte types), '<' little-endian (native on our targets).
+  const char order = array.dtype().byteorder();
+  const bool native = order == '=' || order == '|' || order == '<';
+  bool viewable =
+      native && (array.flags() & py::detail::npy_api::constants::NPY_ARRAY_ALIGNED_) != 0;
+  Shape shape(array.shape(), array.shape() + array.ndim());
+  Shape strides(static_cast<std::size_t>(array.ndim()));
+  for (py::ssize_t i = 0; i < array.ndim() && viewable; ++i) {
+    const py::ssize_t s = array.strides(i);
+    if (s % item != 0) viewable = false;
+    strides[static_cast<std::size_t>(i)] = s / item;
+  }
+  if (!viewable) return tensor_copy_from_numpy(array);
+  std::shared_ptr<py::object> owner = gil_safe_ref(array);
+  return Tensor::wrap(dtype, shape, strides, const_cast<void*>(array.data()),
+                      std::static_pointer_cast<void>(owner));
+}
+
+py::array numpy_from_tensor(const Tensor& tensor, bool writeable, bool copy) {
+  const py::dtype dt = numpy_dtype(tensor.dtype());
+  std::vector<py::ssize_t> shape(tensor.shape().begin(), tensor.shape().end());
+  if (copy) {
+    Tensor c = tensor.contiguous();
+    py::array out(dt, shape);
+    if (c.nbytes()) std::memcpy(out.mutable_data(), c.raw_data(), c.nbytes());
+    return out;
+  }
+  std::vector<py::ssize_t> strides;
+  const auto item = static_cast<py::ssize_t>(dtype_size(tensor.dtype()));
+  for (std::int64_t s : tensor.strides()) strides.push_back(static_cast<py::ssize_t>(s) * item);
+  // The capsule owns a Tensor handle, which keeps the buffer alive as long as the array lives.
+  auto* keep = new Tensor(tensor);
+  py::capsule base(keep, [](void* p) { delete static_cast<Tensor*>(p); });
+  py::array out(dt, shape, strides, tensor.raw_data(), base);
+  if (!writeable) out.attr("flags").attr("writeable") = false;
+  return out;
+}
+
+}  // namespace opweave::bindings

@@ -1,0 +1,164 @@
+// Session.run and the session pools: opweave._opweave_core.{Executor, InterPool, ...}. The
+// Python layer (opweave.session) resolves names, fetch structures, configs and options.
+#include <pybind11/numpy.h>
+#include <pybind11/stl.h>
+
+#include <algorithm>
+#include <optional>
+
+#include "numpy_tensor.h"
+#include "opweave/executor/executor.h"
+#include "opweave/executor/session_pools.h"
+#include "register.h"
+
+namespace py = pybind11;
+
+namespace opweave::bindings {
+
+py::object python_exception_of(const std::exception_ptr& cause);  // graph_bindings.cpp
+
+namespace {
+
+// A handle on an inter-op pool: owned (per-session, named) or borrowed (the global one).
+struct InterPool {
+  std::shared_ptr<ThreadPool> pool;
+};
+
+InterPool borrowed(ThreadPool* p) {
+  return InterPool{std::shared_ptr<ThreadPool>(p, [](ThreadPool*) {})};
+}
+
+// A pending Python exception taken out of the interpreter (e.g. KeyboardInterrupt from a
+// signal handler) so it can be put back after the run. Touched only with the GIL held.
+struct SavedPyError {
+  PyObject* type = nullptr;
+  PyObject* value = nullptr;
+  PyObject* traceback = nullptr;
+  bool set() const { return type != nullptr; }
+  void restore() {
+    PyErr_Restore(type, value, traceback);
+    type = value = traceback = nullptr;
+  }
+};
+
+py::tuple run(Executor& executor, const std::vector<std::tuple<int, int, py::array>>& feeds,
+              const std::vector<std::pair<int, int>>& fetches, const std::vector<int>& targets,
+              std::optional<InterPool> inter_pool, std::int64_t timeout_ms, bool trace) {
+  RunRequest req;
+  for (const auto& [node, index, array] : feeds) {
+    req.feeds.push_back({TensorId{node, index}, tensor_from_numpy(array)});
+  }
+  for (const auto& [node, index] : fetches) req.fetches.push_back({node, index});
+  req.targets = targets;
+  std::shared_ptr<ThreadPool> pool_ref;  // keeps a per-session pool alive for this run
+  if (inter_pool) pool_ref = inter_pool->pool;
+  req.inter_pool = pool_ref.get();
+  req.intra_pool = global_session_intra_pool();
+  req.timeout_ms = timeout_ms;
+  std::optional<StepStatsCollector> stats;
+  if (trace) {
+    stats.emplace();
+    req.observer = &*stats;
+  }
+  SavedPyError interrupt;
+  // Runs on the thread that called run() (the waiting caller, or between nodes in caller-thread
+  // mode). It takes the GIL only for PyErr_CheckSignals, so Ctrl-C turns into a cancellation.
+  req.poll = [&interrupt]() -> bool {
+    if (interrupt.set()) return false;
+    py::gil_scoped_acquire gil;
+    if (PyErr_CheckSignals() != 0) {
+      PyErr_Fetch(&interrupt.type, &interrupt.value, &interrupt.traceback);
+      return false;
+    }
+    return true;
+  };
+
+  std::vector<Tensor> out;
+  std::optional<RunFailure> failure;
+  std::vector<const void*> feed_owners;
+  {
+    // Safe to release: until the run returns no Python object is touched except under an
+    // explicit gil_scoped_acquire (py_function bodies, the signal poll, decref of feed arrays).
+    py::gil_scoped_release release;
+    try {
+      out = executor.run(req);
+    } catch (const RunFailure& e) {
+      failure.emplace(e);
+    }
+    for (const auto& f : req.feeds) feed_owners.push_back(f.second.owner().get());
+    req.feeds.clear();
+  }
+  if (interrupt.set()) {
+    interrupt.restore();
+    throw py::error_already_set();
+  }
+  if (failure) {
+    py::object core_error = py::module_::import("opweave._opweave_core").attr("CoreError");
+    py::object err =
+        core_error(static_cast<int>(failure->code()), std::string(failure->what()),
+                   failure->node_name(), failure->op_type(), python_exception_of(failure->cause()));
+    PyErr_SetObject(core_error.ptr(), err.ptr());
+    throw py::error_already_set();
+  }
+  py::list results;
+  for (Tensor& t : out) {
+    // A tensor only this run references becomes the array's memory; one shared with a constant,
+    // a feed or another fetch is copied so the caller may write to the array freely.
+    const bool unique =
+        t.owner() && t.owner().use_count() == 1 && t.numel() > 0 &&
+        std::find(feed_owners.begin(), feed_owners.end(), t.owner().get()) == feed_owners.end();
+    results.append(numpy_from_tensor(t, /*writeable=*/true, /*copy=*/!unique));
+    t = Tensor();
+  }
+  py::object step_stats = py::none();
+  if (stats) {
+    py::list rows;
+    for (const NodeExecStats& s : stats->take()) {
+      rows.append(py::make_tuple(s.node_name, s.op, s.device, s.scheduled_micros, s.start_micros,
+                                 s.end_micros, s.thread_id));
+    }
+    step_stats = rows;
+  }
+  return py::make_tuple(results, step_stats);
+}
+
+}  // namespace
+
+void register_session(py::module_& m) {
+  py::class_<InterPool>(m, "InterPool")
+      .def_property_readonly("num_threads",
+                             [](const InterPool& p) { return p.pool->num_workers(); })
+      .def_property_readonly("name", [](const InterPool& p) { return p.pool->options().name; })
+      .def("__eq__",
+           [](const InterPool& a, const InterPool& b) { return a.pool.get() == b.pool.get(); })
+      .def("__hash__", [](const InterPool& p) { return std::hash<void*>()(p.pool.get()); });
+
+  py::class_<Executor, std::shared_ptr<Executor>>(m, "Executor")
+      .def(py::init([](std::shared_ptr<Graph> g) {
+        return std::make_shared<Executor>(std::shared_ptr<const Graph>(std::move(g)));
+      }))
+      .def("run", &run, py::arg("feeds"), py::arg("fetches"), py::arg("targets"),
+           py::arg("inter_pool"), py::arg("timeout_ms"), py::arg("trace"))
+      .def("num_compiled", &Executor::num_compiled);
+
+  m.def(
+      "configure_global_pools_if_unset",
+      [](int intra, int inter, const std::string& source) {
+        GlobalPoolInfo i = configure_global_pools_if_unset(intra, inter, source);
+        return py::make_tuple(i.intra_op_threads, i.inter_op_threads, i.intra_source,
+                              i.inter_source);
+      },
+      py::arg("intra"), py::arg("inter"), py::arg("source"));
+  m.def("global_inter_pool", [] { return borrowed(global_session_inter_pool()); });
+  m.def(
+      "named_inter_pool",
+      [](const std::string& name, int n) { return InterPool{named_inter_pool(name, n)}; },
+      py::arg("name"), py::arg("num_threads"));
+  m.def(
+      "new_inter_pool",
+      [](int n, const std::string& name) { return InterPool{make_session_inter_pool(n, name)}; },
+      py::arg("num_threads"), py::arg("name"));
+  m.def("resolve_num_threads", &resolve_num_threads, py::arg("requested"));
+}
+
+}  // namespace opweave::bindings

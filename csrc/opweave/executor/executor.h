@@ -1,0 +1,99 @@
+// Executor: runs one Graph for many (feeds, fetches, targets) signatures. Each signature is
+// compiled once (CompiledGraph) and cached; a run copies the in-degree template into atomic
+// counters, and a node becomes ready when its counter's fetch_sub(1) returns 1. The thread that
+// finishes a node runs one ready successor itself (continuation) plus every cheap one (inline,
+// by a moving-average cost estimate) and pushes the other expensive ones to the inter-op pool.
+//
+//   Executor exec(graph);
+//   RunRequest req;
+//   req.fetches = {{y, 0}};
+//   req.inter_pool = pool;            // null: every node runs in the caller's thread
+//   std::vector<Tensor> out = exec.run(req);
+//
+// run() is thread-safe: many threads may run the same Executor at once.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "opweave/errors.h"
+#include "opweave/executor/compiled_graph.h"
+#include "opweave/executor/observer.h"
+#include "opweave/graph/graph.h"
+#include "opweave/thread_pool.h"
+
+namespace opweave {
+
+struct RunRequest {
+  std::vector<std::pair<TensorId, Tensor>> feeds;
+  std::vector<TensorId> fetches;
+  std::vector<int> targets;
+  ThreadPool* inter_pool = nullptr;  // null: every node runs in the caller's thread
+  ThreadPool* intra_pool = nullptr;  // handed to kernels (null: kernels run serially)
+  std::int64_t timeout_ms = 0;       // <= 0: no deadline
+  ExecutionObserver* observer = nullptr;
+  // Called by the waiting caller about every poll_interval (and between nodes in caller-thread
+  // mode); returning false cancels the run (e.g. a pending KeyboardInterrupt).
+  std::function<bool()> poll;
+  std::chrono::milliseconds poll_interval{50};
+};
+
+// A run failed: code and message come from the failing node (or the deadline / cancellation),
+// node_name/op_type name it (empty for run-level failures), cause is the kernel's exception.
+class RunFailure : public OpError {
+ public:
+  RunFailure(ErrorCode code, const std::string& message, std::string node_name, std::string op_type,
+             std::exception_ptr cause)
+      : OpError(code, message),
+        node_name_(std::move(node_name)),
+        op_type_(std::move(op_type)),
+        cause_(std::move(cause)) {}
+  const std::string& node_name() const noexcept { return node_name_; }
+  const std::string& op_type() const noexcept { return op_type_; }
+  const std::exception_ptr& cause() const noexcept { return cause_; }
+
+ private:
+  std::string node_name_;
+  std::string op_type_;
+  std::exception_ptr cause_;
+};
+
+// A node costing less than this (moving average) runs inline instead of through a queue.
+inline constexpr std::int64_t kInlineThresholdNs = 20'000;
+
+class Executor {
+ public:
+  explicit Executor(std::shared_ptr<const Graph> graph);
+
+  // Runs the request; returns the fetched tensors in request order. Returns only when no node of
+  // this run is running or queued any more. Throws RunFailure. Thread-safe.
+  std::vector<Tensor> run(const RunRequest& request);
+  // Compiles (or finds) the signature without running it. Thread-safe.
+  std::shared_ptr<const CompiledGraph> compiled(const std::vector<TensorId>& feeds,
+                                                const std::vector<TensorId>& fetches,
+                                                const std::vector<int>& targets);
+  // Number of cached signatures. Thread-safe.
+  std::size_t num_compiled() const;
+
+  // True while the calling thread is executing a node's kernel (of any executor). A run started
+  // from such a thread (a py_function calling Session.run) runs in that thread: waiting for pool
+  // workers from inside a worker could deadlock when every worker is busy waiting.
+  static bool in_node() noexcept;
+
+ private:
+  struct Run;
+
+  std::shared_ptr<const Graph> graph_;
+  mutable std::mutex cache_mutex_;  // guards cache_: concurrent runs look up and insert
+  std::map<std::string, std::shared_ptr<const CompiledGraph>> cache_;
+};
+
+}  // namespace opweave

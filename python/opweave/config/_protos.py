@@ -1,0 +1,281 @@
+"""Session and run configuration with TensorFlow 1's field names and defaults.
+
+>>> import opweave as ow
+>>> cfg = ow.ConfigProto(intra_op_parallelism_threads=2, inter_op_parallelism_threads=2,
+...                      allow_soft_placement=True, device_count={"CPU": 2})
+>>> cfg.device_count
+{'CPU': 2}
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+__all__ = [
+    "ConfigProto",
+    "DeviceStepStats",
+    "NodeExecStats",
+    "PoolConfigWarning",
+    "RunMetadata",
+    "RunOptions",
+    "StepStats",
+    "ThreadPoolOptionProto",
+]
+
+
+class PoolConfigWarning(UserWarning):
+    """A Session's ConfigProto asks for pool sizes that cannot take effect (and says which do)."""
+
+
+def _check_int(owner: str, name: str, value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{owner}.{name} must be an int, got {value!r}")
+
+
+@dataclass
+class ThreadPoolOptionProto:
+    """One inter-op pool of a session (``ConfigProto.session_inter_op_thread_pool``).
+
+    Parameters
+    ----------
+    num_threads : int
+        Worker threads; 0 = the system picks (the CPUs this process may use).
+    global_name : str
+        Empty: the pool belongs to the session. Otherwise the pool is process-global under this
+        name and shared by every session naming it; another size for the same name is an
+        ``InvalidArgumentError``.
+
+    Examples
+    --------
+    >>> ThreadPoolOptionProto(num_threads=2, global_name="io")
+    ThreadPoolOptionProto(num_threads=2, global_name='io')
+    """
+
+    num_threads: int = 0
+    global_name: str = ""
+
+    def __post_init__(self) -> None:
+        _check_int("ThreadPoolOptionProto", "num_threads", self.num_threads)
+        if self.num_threads < 0:
+            raise ValueError(
+                f"ThreadPoolOptionProto.num_threads must be >= 0, got {self.num_threads}"
+            )
+        if not isinstance(self.global_name, str):
+            raise TypeError("ThreadPoolOptionProto.global_name must be a str")
+
+
+@dataclass
+class _Experimental:
+    """``ConfigProto.experimental``: knobs beyond TensorFlow 1's fields.
+
+    Parameters
+    ----------
+    spin_time_us : int, optional
+        Microseconds an idle pool worker spins looking for work before it sleeps (like
+        ``KMP_BLOCKTIME``; 0 = never spin). ``None`` (the default) keeps ``OPWEAVE_SPIN_TIME_US``
+        or the built-in 50 us. Like the pool sizes, it applies when this is the first Session
+        (a later session that asks for another spin time gets a ``PoolConfigWarning``); pools
+        created afterwards (named, per-session) use the spin time in effect.
+
+    Examples
+    --------
+    >>> cfg = ConfigProto(experimental=ConfigProto.Experimental(spin_time_us=0))
+    >>> cfg.experimental.spin_time_us
+    0
+    >>> cfg = ConfigProto()
+    >>> cfg.experimental.spin_time_us = 200  # TensorFlow users' attribute spelling
+    """
+
+    spin_time_us: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.spin_time_us is not None:
+            _check_int("ConfigProto.experimental", "spin_time_us", self.spin_time_us)
+            if self.spin_time_us < 0:
+                raise ValueError(
+                    "ConfigProto.experimental.spin_time_us must be >= 0 (0 = never spin)"
+                )
+
+
+@dataclass
+class ConfigProto:
+    """How a :class:`opweave.Session` runs (TensorFlow 1 fields and defaults).
+
+    Parameters
+    ----------
+    intra_op_parallelism_threads : int
+        Threads one op may compute on, the calling thread included; 0 = the system picks. The
+        intra-op pool is process-global: the first session sizes it.
+    inter_op_parallelism_threads : int
+        Ops that may run at once; 0 = the system picks; negative = every op runs in the thread
+        that called ``Session.run``. The global inter-op pool is sized by the first session.
+    use_per_session_threads : bool
+        Give this session its own inter-op pool of ``inter_op_parallelism_threads`` threads.
+    session_inter_op_thread_pool : list of ThreadPoolOptionProto
+        The session's inter-op pools; ``RunOptions.inter_op_thread_pool`` picks one (default 0).
+    allow_soft_placement : bool
+        Place ops requested on a device that does not exist on ``/device:CPU:0`` instead of
+        failing.
+    log_device_placement : bool
+        Print each node's placement (to stderr) when the session first places it.
+    device_count : dict of str to int
+        ``{'CPU': n}`` gives devices ``/device:CPU:0`` .. ``/device:CPU:n-1`` (default 1).
+        CPU devices are logical: they all share the intra-op and inter-op pools.
+    operation_timeout_in_ms : int
+        Default deadline of every run (0 = none); a run past it is cancelled with
+        ``DeadlineExceededError``.
+    experimental : ConfigProto.Experimental
+        ``spin_time_us``: how long idle pool workers spin before they sleep (see
+        :class:`ConfigProto.Experimental`).
+
+    Examples
+    --------
+    >>> ConfigProto(inter_op_parallelism_threads=-1).inter_op_parallelism_threads
+    -1
+    """
+
+    intra_op_parallelism_threads: int = 0
+    inter_op_parallelism_threads: int = 0
+    use_per_session_threads: bool = False
+    session_inter_op_thread_pool: list[ThreadPoolOptionProto] = field(default_factory=list)
+    allow_soft_placement: bool = False
+    log_device_placement: bool = False
+    device_count: dict[str, int] = field(default_factory=dict)
+    operation_timeout_in_ms: int = 0
+    experimental: _Experimental = field(default_factory=_Experimental)
+
+    Experimental: ClassVar[type[_Experimental]] = _Experimental
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.experimental, _Experimental):
+            raise TypeError("ConfigProto.experimental must be a ConfigProto.Experimental")
+        for name in (
+            "intra_op_parallelism_threads",
+            "inter_op_parallelism_threads",
+            "operation_timeout_in_ms",
+        ):
+            _check_int("ConfigProto", name, getattr(self, name))
+        if self.intra_op_parallelism_threads < 0:
+            raise ValueError("ConfigProto.intra_op_parallelism_threads must be >= 0")
+        self.session_inter_op_thread_pool = list(self.session_inter_op_thread_pool)
+        for p in self.session_inter_op_thread_pool:
+            if not isinstance(p, ThreadPoolOptionProto):
+                raise TypeError(
+                    "ConfigProto.session_inter_op_thread_pool must hold ThreadPoolOptionProto"
+                )
+        self.device_count = dict(self.device_count)
+        for k, v in self.device_count.items():
+            if not isinstance(k, str):
+                raise TypeError("ConfigProto.device_count keys must be device types like 'CPU'")
+            _check_int("ConfigProto", f"device_count[{k!r}]", v)
+            if v < 0:
+                raise ValueError(f"ConfigProto.device_count[{k!r}] must be >= 0")
+
+
+@dataclass
+class RunOptions:
+    """Options for one :meth:`opweave.Session.run`.
+
+    Parameters
+    ----------
+    trace_level : int
+        ``NO_TRACE`` (default) or ``SOFTWARE_TRACE`` / ``HARDWARE_TRACE`` / ``FULL_TRACE``: any
+        of these fills ``RunMetadata.step_stats``.
+    timeout_in_ms : int
+        Deadline of this run (0 = the session's ``operation_timeout_in_ms``).
+    inter_op_thread_pool : int
+        Which of the session's inter-op pools runs the ops; -1 = the calling thread.
+
+    Examples
+    --------
+    >>> RunOptions(trace_level=RunOptions.FULL_TRACE).trace_level
+    3
+    """
+
+    NO_TRACE = 0
+    SOFTWARE_TRACE = 1
+    HARDWARE_TRACE = 2
+    FULL_TRACE = 3
+
+    trace_level: int = 0
+    timeout_in_ms: int = 0
+    inter_op_thread_pool: int = 0
+
+    def __post_init__(self) -> None:
+        for name in ("trace_level", "timeout_in_ms", "inter_op_thread_pool"):
+            _check_int("RunOptions", name, getattr(self, name))
+        if self.trace_level not in (0, 1, 2, 3):
+            raise ValueError(f"RunOptions.trace_level must be 0..3, got {self.trace_level}")
+
+
+@dataclass
+class NodeExecStats:
+    """Timings of one node in one traced run (microseconds since the Unix epoch).
+
+    ``thread_id`` is the kernel thread id (``gettid``) of the thread that ran the node.
+    """
+
+    node_name: str = ""
+    op: str = ""
+    scheduled_micros: int = 0
+    all_start_micros: int = 0
+    all_end_micros: int = 0
+    thread_id: int = 0
+
+    @property
+    def timeline_label(self) -> str:
+        """``"<name> = <op>()"``, as TensorFlow's timeline shows it."""
+        return f"{self.node_name} = {self.op}()"
+
+    @property
+    def op_start_rel_micros(self) -> int:
+        """Start relative to ``all_start_micros`` (always 0 here)."""
+        return 0
+
+    @property
+    def op_end_rel_micros(self) -> int:
+        """End relative to ``all_start_micros``."""
+        return self.all_end_micros - self.all_start_micros
+
+    @property
+    def all_end_rel_micros(self) -> int:
+        """Same as :attr:`op_end_rel_micros`."""
+        return self.all_end_micros - self.all_start_micros
+
+
+@dataclass
+class DeviceStepStats:
+    """The nodes one device ran."""
+
+    device: str = ""
+    node_stats: list[NodeExecStats] = field(default_factory=list)
+
+
+@dataclass
+class StepStats:
+    """Per-device node timings of one run."""
+
+    dev_stats: list[DeviceStepStats] = field(default_factory=list)
+
+    @property
+    def node_stats(self) -> list[NodeExecStats]:
+        """Every device's node stats in one list."""
+        return [n for d in self.dev_stats for n in d.node_stats]
+
+
+@dataclass
+class RunMetadata:
+    """Filled by :meth:`opweave.Session.run` when ``RunOptions.trace_level`` asks for it.
+
+    Examples
+    --------
+    >>> RunMetadata().step_stats.dev_stats
+    []
+    """
+
+    step_stats: StepStats = field(default_factory=StepStats)
+
+    def clear(self) -> None:
+        """Forget the previous run's data."""
+        self.step_stats = StepStats()

@@ -1,0 +1,494 @@
+"""Graphs, operations and symbolic tensors, TensorFlow 1 style.
+
+Ops are added to the default graph (or the one made default with :meth:`Graph.as_default`);
+a :class:`opweave.Session` runs them.
+
+>>> import opweave as ow
+>>> g = ow.Graph()
+>>> with g.as_default():
+...     x = ow.placeholder(ow.float32, shape=(None, 2), name="x")
+...     y = x * 2.0
+>>> y.name, y.shape
+('mul:0', (None, 2))
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+from . import _opweave_core as _core
+from .dtypes import DType
+
+__all__ = [
+    "Graph",
+    "Operation",
+    "Shape",
+    "Tensor",
+    "control_dependencies",
+    "device",
+    "format_shape",
+    "get_default_graph",
+    "name_scope",
+    "reset_default_graph",
+]
+
+#: A static shape: a tuple of dims (``None`` = unknown dim), or ``None`` for an unknown rank.
+Shape = tuple[int | None, ...] | None
+
+_VALID_NAME = re.compile(r"^[A-Za-z0-9.][A-Za-z0-9_.\-/>]*$")
+
+
+def format_shape(shape: Shape) -> str:
+    """TensorFlow's spelling of a static shape: ``[?,2]``, or ``<unknown>``.
+
+    >>> format_shape((None, 2))
+    '[?,2]'
+    """
+    if shape is None:
+        return "<unknown>"
+    return "[" + ",".join("?" if d is None else str(d) for d in shape) + "]"
+
+
+class Tensor:
+    """A symbolic output of an :class:`Operation`; its value exists only inside a run.
+
+    Attributes
+    ----------
+    op : Operation
+        The operation that produces it.
+    value_index : int
+        Which output of ``op`` it is.
+    dtype : DType
+        Its element type.
+    shape : tuple of (int or None), or None
+        Its static shape (``None`` dims are unknown; ``None`` means the rank is unknown).
+    """
+
+    # Tensors compare by identity (as in TensorFlow 1), so they work as feed_dict keys.
+    __hash__ = object.__hash__
+
+    def __init__(self, op: Operation, value_index: int, dtype: DType, shape: Shape) -> None:
+        self.op = op
+        self.value_index = value_index
+        self.dtype = dtype
+        self.shape = shape
+
+    @property
+    def name(self) -> str:
+        """``"<op name>:<output index>"``."""
+        return f"{self.op.name}:{self.value_index}"
+
+    @property
+    def graph(self) -> Graph:
+        """The graph this tensor belongs to."""
+        return self.op.graph
+
+    @property
+    def device(self) -> str:
+        """The device requested for the producing op ('' = the session picks)."""
+        return self.op.device
+
+    def get_shape(self) -> Shape:
+        """The static shape (same as :attr:`shape`)."""
+        return self.shape
+
+    def eval(self, feed_dict: Any = None, session: Any = None) -> Any:
+        """This tensor's value: ``session.run(self, feed_dict)``.
+
+        ``session`` defaults to the innermost session entered with ``with`` in this thread.
+        """
+        return _session_for(session, self.graph).run(self, feed_dict=feed_dict)
+
+    def __repr__(self) -> str:
+        return (
+            f"<opweave.Tensor '{self.name}' shape={format_shape(self.shape)} "
+            f"dtype={self.dtype.name}>"
+        )
+
+    # Operator overloads build graph ops (imported lazily: ops imports this module).
+    def __add__(self, other: Any) -> Tensor:
+        from . import ops
+
+        return ops.add(self, other)
+
+    def __radd__(self, other: Any) -> Tensor:
+        from . import ops
+
+        return ops.add(other, self)
+
+    def __sub__(self, other: Any) -> Tensor:
+        from . import ops
+
+        return ops.sub(self, other)
+
+    def __rsub__(self, other: Any) -> Tensor:
+        from . import ops
+
+        return ops.sub(other, self)
+
+    def __mul__(self, other: Any) -> Tensor:
+        from . import ops
+
+        return ops.mul(self, other)
+
+    def __rmul__(self, other: Any) -> Tensor:
+        from . import ops
+
+        return ops.mul(other, self)
+
+    def __truediv__(self, other: Any) -> Tensor:
+        from . import ops
+
+        return ops.div(self, other)
+
+    def __rtruediv__(self, other: Any) -> Tensor:
+        from . import ops
+
+        return ops.div(other, self)
+
+    def __matmul__(self, other: Any) -> Tensor:
+        from . import ops
+
+        return ops.matmul(self, other)
+
+    def __rmatmul__(self, other: Any) -> Tensor:
+        from . import ops
+
+        return ops.matmul(other, self)
+
+    def __neg__(self) -> Tensor:
+        from . import ops
+
+        return ops.neg(self)
+
+    def __bool__(self) -> bool:
+        raise TypeError(
+            "Using an opweave.Tensor as a Python bool is not allowed: its value exists only "
+            "inside Session.run"
+        )
+
+
+class Operation:
+    """A node of a :class:`Graph`: an op type, inputs, attributes and outputs.
+
+    Attributes
+    ----------
+    name : str
+        Unique within the graph (name scopes prefix it: ``"tower_0/MatMul"``).
+    type : str
+        The op type (``"MatMul"``, ``"PyFunc"``, ...).
+    inputs : tuple of Tensor
+    control_inputs : tuple of Operation
+        Ops that must finish before this one starts.
+    outputs : tuple of Tensor
+    device : str
+        The requested device (``"/device:CPU:1"``), or ``""``.
+    """
+
+    def __init__(
+        self,
+        graph: Graph,
+        node_id: int,
+        name: str,
+        op_type: str,
+        inputs: Sequence[Tensor],
+        control_inputs: Sequence[Operation],
+        device: str,
+        attrs: dict[str, Any],
+    ) -> None:
+        self.graph = graph
+        self._id = node_id
+        self.name = name
+        self.type = op_type
+        self.inputs = tuple(inputs)
+        self.control_inputs = tuple(control_inputs)
+        self.device = device
+        self.attrs = attrs
+        self.outputs: tuple[Tensor, ...] = ()
+
+    def __repr__(self) -> str:
+        return f"<opweave.Operation '{self.name}' type={self.type}>"
+
+    def run(self, feed_dict: Any = None, session: Any = None) -> None:
+        """Run this op: ``session.run(self, feed_dict)`` (default: the current session)."""
+        _session_for(session, self.graph).run(self, feed_dict=feed_dict)
+
+
+def _session_for(session: Any, graph: Graph) -> Any:
+    if session is None:
+        from .session import get_default_session
+
+        session = get_default_session()
+        if session is None:
+            raise ValueError(
+                "Cannot evaluate without a session: pass session=, or use `with Session():`"
+            )
+    if session.graph is not graph:
+        raise ValueError("The session's graph is not the graph of this tensor or op")
+    return session
+
+
+def _canonical_device(spec: str | None) -> str:
+    """``'/CPU:1'``, ``'cpu:1'`` or ``'/job:localhost/.../device:CPU:1'`` -> ``'/device:CPU:1'``."""
+    if not spec:
+        return ""
+    m = re.search(r"(?:^|/)(?:device:)?([A-Za-z]+):(\d+)$", spec.strip())
+    if not m:
+        raise ValueError(f"invalid device specification {spec!r}; expected e.g. '/CPU:1'")
+    return f"/device:{m.group(1).upper()}:{m.group(2)}"
+
+
+class Graph:
+    """A dataflow graph: ops added while it is the default graph, run by a Session.
+
+    Adding ops is thread-safe. Operations and tensors can be looked up by name.
+
+    Examples
+    --------
+    >>> import opweave as ow
+    >>> g = ow.Graph()
+    >>> with g.as_default():
+    ...     c = ow.constant(1.0, name="c")
+    >>> g.get_tensor_by_name("c:0") is c
+    True
+    """
+
+    def __init__(self) -> None:
+        self._core = _core.Graph()
+        self._lock = threading.RLock()  # serialises op creation from several Python threads
+        self._ops: list[Operation] = []
+        self._by_name: dict[str, Operation] = {}
+        self._names_in_use: dict[str, int] = {}
+        self._scope = threading.local()
+
+    # -- per-thread construction scopes ---------------------------------------------------------
+    def _stack(self, key: str) -> list[Any]:
+        stack: list[Any] | None = getattr(self._scope, key, None)
+        if stack is None:
+            stack = []
+            setattr(self._scope, key, stack)
+        return stack
+
+    @contextlib.contextmanager
+    def as_default(self) -> Iterator[Graph]:
+        """Make this the default graph (for this thread) inside a ``with`` block."""
+        _default_stack().append(self)
+        try:
+            yield self
+        finally:
+            _default_stack().pop()
+
+    def unique_name(self, name: str) -> str:
+        """``name`` under the current name scope, made unique with ``_1``, ``_2``, ... suffixes."""
+        scopes = self._stack("names")
+        full = (scopes[-1] if scopes else "") + name
+        with self._lock:
+            count = self._names_in_use.get(full, 0)
+            self._names_in_use[full] = count + 1
+            if count:
+                while f"{full}_{count}" in self._names_in_use:
+                    count += 1
+                full = f"{full}_{count}"
+                self._names_in_use[full] = 1
+        return full
+
+    @contextlib.contextmanager
+    def name_scope(self, name: str | None) -> Iterator[str]:
+        """Prefix the names of ops created inside with ``name/``; yields the scope string.
+
+        A name ending in ``/`` is used as is (re-entering a scope); ``None`` or ``""`` resets to
+        the top level.
+        """
+        if not name:
+            scope = ""
+        elif name.endswith("/"):
+            scope = name
+        else:
+            scope = self.unique_name(name) + "/"
+        scopes = self._stack("names")
+        scopes.append(scope)
+        try:
+            yield scope
+        finally:
+            scopes.pop()
+
+    @contextlib.contextmanager
+    def control_dependencies(
+        self, control_inputs: Iterable[Operation | Tensor] | None
+    ) -> Iterator[None]:
+        """Ops created inside run only after every op in ``control_inputs`` (None clears)."""
+        stack = self._stack("control")
+        if control_inputs is None:
+            saved = list(stack)
+            stack.clear()
+            try:
+                yield
+            finally:
+                stack.extend(saved)
+            return
+        ops_: list[Operation] = []
+        for c in control_inputs:
+            op = c.op if isinstance(c, Tensor) else c
+            if not isinstance(op, Operation):
+                raise TypeError(f"control input must be an Operation or Tensor, got {c!r}")
+            if op.graph is not self:
+                raise ValueError(f"control input {op.name!r} is from a different graph")
+            ops_.append(op)
+        stack.append(ops_)
+        try:
+            yield
+        finally:
+            stack.pop()
+
+    @contextlib.contextmanager
+    def device(self, spec: str | None) -> Iterator[None]:
+        """Request a device (``'/CPU:1'``) for ops created inside; the session validates it."""
+        stack = self._stack("device")
+        stack.append(_canonical_device(spec))
+        try:
+            yield
+        finally:
+            stack.pop()
+
+    # -- op creation ----------------------------------------------------------------------------
+    def _create_op(
+        self,
+        op_type: str,
+        inputs: Sequence[Tensor],
+        attrs: dict[str, Any],
+        outputs: Sequence[tuple[DType, Shape]],
+        name: str,
+        control_inputs: Sequence[Operation] = (),
+        unique_name: str | None = None,
+    ) -> Operation:
+        for t in inputs:
+            if t.graph is not self:
+                raise ValueError(
+                    f"{op_type} op '{name}': input {t.name!r} is from a different graph"
+                )
+        full = unique_name if unique_name is not None else self.unique_name(name)
+        if not _VALID_NAME.match(full):
+            raise ValueError(f"{full!r} is not a valid op name")
+        deps: list[Operation] = [op for group in self._stack("control") for op in group]
+        for c in control_inputs:
+            if c not in deps:
+                deps.append(c)
+        devices = self._stack("device")
+        device = devices[-1] if devices else ""
+        core_attrs = {k: (v._core if isinstance(v, DType) else v) for k, v in attrs.items()}
+        if "Tout" in core_attrs:
+            core_attrs["Tout"] = [d._core for d in attrs["Tout"]]
+        with self._lock:
+            if full in self._by_name:
+                raise ValueError(f"duplicate op name {full!r}")
+            node_id = self._core.add_node(
+                full,
+                op_type,
+                [(t.op._id, t.value_index) for t in inputs],
+                [c._id for c in deps],
+                core_attrs,
+                device,
+                len(outputs),
+            )
+            op = Operation(self, node_id, full, op_type, inputs, deps, device, attrs)
+            op.outputs = tuple(Tensor(op, i, dt, shape) for i, (dt, shape) in enumerate(outputs))
+            self._ops.append(op)
+            self._by_name[full] = op
+            self._names_in_use.setdefault(full, 1)
+        return op
+
+    # -- lookup ---------------------------------------------------------------------------------
+    def get_operations(self) -> list[Operation]:
+        """Every op, in creation order."""
+        with self._lock:
+            return list(self._ops)
+
+    def get_operation_by_name(self, name: str) -> Operation:
+        """The op called ``name``; KeyError when there is none."""
+        with self._lock:
+            op = self._by_name.get(name)
+        if op is None:
+            raise KeyError(f"The name {name!r} refers to an Operation not in the graph.")
+        return op
+
+    def get_tensor_by_name(self, name: str) -> Tensor:
+        """The tensor ``"<op>:<index>"``; KeyError when there is none."""
+        op_name, sep, index = name.rpartition(":")
+        if not sep or not index.isdigit():
+            raise ValueError(
+                f"The name {name!r} looks like an (invalid) Operation name, not a Tensor. "
+                'Tensor names must be of the form "<op_name>:<output_index>".'
+            )
+        op = self.get_operation_by_name(op_name)
+        i = int(index)
+        if i >= len(op.outputs):
+            raise KeyError(f"The name {name!r} refers to a Tensor which does not exist.")
+        return op.outputs[i]
+
+    def as_graph_element(self, obj: str | Tensor | Operation) -> Tensor | Operation:
+        """A tensor or op of this graph from itself or its name (``"x:0"`` or ``"x"``)."""
+        if isinstance(obj, (Tensor, Operation)):
+            if obj.graph is not self:
+                raise ValueError(f"{obj!r} is not an element of this graph.")
+            return obj
+        if isinstance(obj, str):
+            if ":" in obj:
+                return self.get_tensor_by_name(obj)
+            return self.get_operation_by_name(obj)
+        raise TypeError(f"Can not convert a {type(obj).__name__} into a Tensor or Operation.")
+
+
+_thread_defaults = threading.local()
+_global_default: list[Graph] = [Graph()]
+
+
+def _default_stack() -> list[Graph]:
+    stack: list[Graph] | None = getattr(_thread_defaults, "stack", None)
+    if stack is None:
+        stack = []
+        _thread_defaults.stack = stack
+    return stack
+
+
+def get_default_graph() -> Graph:
+    """The innermost graph made default by ``as_default()`` in this thread, else the global one.
+
+    >>> isinstance(get_default_graph(), Graph)
+    True
+    """
+    stack = _default_stack()
+    return stack[-1] if stack else _global_default[0]
+
+
+def reset_default_graph() -> None:
+    """Replace the global default graph with a new, empty one."""
+    if _default_stack():
+        raise AssertionError("Do not use reset_default_graph() inside a Graph.as_default() block")
+    _global_default[0] = Graph()
+
+
+def name_scope(name: str | None) -> contextlib.AbstractContextManager[str]:
+    """``get_default_graph().name_scope(name)``: prefix op names with ``name/``.
+
+    >>> import opweave as ow
+    >>> with ow.Graph().as_default(), ow.name_scope("tower") as scope:
+    ...     print(scope, ow.constant(1.0).op.name)
+    tower/ tower/Const
+    """
+    return get_default_graph().name_scope(name)
+
+
+def control_dependencies(
+    control_inputs: Iterable[Operation | Tensor] | None,
+) -> contextlib.AbstractContextManager[None]:
+    """``get_default_graph().control_dependencies(...)``: run-after constraints."""
+    return get_default_graph().control_dependencies(control_inputs)
+
+
+def device(spec: str | None) -> contextlib.AbstractContextManager[None]:
+    """``get_default_graph().device(spec)``: place ops created inside on ``spec`` (``'/CPU:1'``)."""
+    return get_default_graph().device(spec)

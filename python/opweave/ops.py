@@ -1,0 +1,603 @@
+"""Graph ops: constructors that check shapes and dtypes statically and add a node.
+
+Shape or dtype mistakes are caught when the op is built, with errors that name the op and both
+shapes, e.g. ``ValueError: Dimensions must be equal, but are 3 and 4 for 'MatMul' (op: 'MatMul')
+with input shapes: [2,3], [4,5].``
+
+>>> import opweave as ow
+>>> with ow.Graph().as_default():
+...     a = ow.placeholder(ow.float32, shape=(None, 3))
+...     b = ow.constant([[1.0], [2.0], [3.0]])
+...     y = ow.reduce_sum(ow.relu(a @ b), axis=0)
+>>> y.shape
+(1,)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, overload
+
+import numpy as np
+
+from .dtypes import DType, as_dtype, bool_, float32, int32
+from .framework import Operation, Shape, Tensor, format_shape, get_default_graph
+
+__all__ = [
+    "add",
+    "add_n",
+    "cast",
+    "constant",
+    "convert_to_tensor",
+    "div",
+    "exp",
+    "group",
+    "identity",
+    "matmul",
+    "maximum",
+    "mul",
+    "neg",
+    "no_op",
+    "placeholder",
+    "py_function",
+    "reduce_max",
+    "reduce_mean",
+    "reduce_min",
+    "reduce_sum",
+    "relu",
+    "reshape",
+    "sigmoid",
+    "sub",
+    "tanh",
+    "transpose",
+]
+
+TensorLike = Tensor | float | int | bool | Sequence[Any] | np.ndarray
+ShapeLike = Sequence[int | None] | None
+
+
+def _shape_of(shape: ShapeLike) -> Shape:
+    if shape is None:
+        return None
+    dims: list[int | None] = []
+    for d in shape:
+        if d is not None and (not isinstance(d, (int, np.integer)) or d < 0):
+            raise ValueError(f"invalid dimension {d!r} in shape {tuple(shape)!r}")
+        dims.append(None if d is None else int(d))
+    return tuple(dims)
+
+
+def _input_shapes(op_type: str, name: str, *shapes: Shape) -> str:
+    return f"for '{name}' (op: '{op_type}') with input shapes: " + ", ".join(
+        format_shape(s) for s in shapes
+    )
+
+
+def constant(value: Any, dtype: Any = None, shape: ShapeLike = None, name: str = "Const") -> Tensor:
+    """A tensor holding ``value`` (copied into the graph).
+
+    Parameters
+    ----------
+    value : array_like
+        The value; Python floats become float32 and ints int32 unless ``dtype`` says otherwise.
+    dtype : DType, optional
+    shape : sequence of int, optional
+        Reshape (or broadcast a scalar) to this shape.
+    name : str
+
+    Examples
+    --------
+    >>> import opweave as ow
+    >>> ow.constant([1, 2]).dtype
+    opweave.int32
+    """
+    if dtype is None:
+        arr = np.asarray(value)
+        if arr.dtype.kind == "f":
+            dt = float32 if not isinstance(value, np.ndarray) else as_dtype(arr.dtype)
+        elif arr.dtype.kind in "iu":
+            dt = int32 if not isinstance(value, np.ndarray) else as_dtype(arr.dtype)
+        else:
+            dt = as_dtype(arr.dtype)
+    else:
+        dt = as_dtype(dtype)
+    arr = np.array(value, dtype=dt.as_numpy_dtype)
+    if shape is not None:
+        target = tuple(int(d) for d in shape)  # type: ignore[arg-type]
+        arr = np.broadcast_to(arr, target).copy() if arr.size == 1 else arr.reshape(target)
+    arr = np.ascontiguousarray(arr)
+    g = get_default_graph()
+    op = g._create_op("Const", [], {"value": arr}, [(dt, tuple(arr.shape))], name)
+    return op.outputs[0]
+
+
+def convert_to_tensor(value: TensorLike, dtype: DType | None = None, name: str = "Const") -> Tensor:
+    """``value`` itself when it is a Tensor (dtype checked), else a constant of ``dtype``."""
+    if isinstance(value, Tensor):
+        if dtype is not None and value.dtype is not dtype:
+            raise TypeError(
+                f"Tensor {value.name!r} has dtype {value.dtype.name}, expected {dtype.name}"
+            )
+        return value
+    return constant(value, dtype=dtype, name=name)
+
+
+def placeholder(dtype: Any, shape: ShapeLike = None, name: str = "Placeholder") -> Tensor:
+    """A tensor whose value must be fed in ``Session.run(feed_dict=...)``.
+
+    Parameters
+    ----------
+    dtype : DType
+    shape : sequence of (int or None), optional
+        ``None`` dims accept any size; ``shape=None`` accepts any rank.
+    name : str
+
+    Examples
+    --------
+    >>> import opweave as ow
+    >>> ow.placeholder(ow.float32, shape=(None, 3)).shape
+    (None, 3)
+    """
+    dt = as_dtype(dtype)
+    s = _shape_of(shape)
+    g = get_default_graph()
+    attrs: dict[str, Any] = {"dtype": dt, "shape_str": format_shape(s)}
+    return g._create_op("Placeholder", [], attrs, [(dt, s)], name).outputs[0]
+
+
+def identity(x: TensorLike, name: str = "Identity") -> Tensor:
+    """The same value as ``x`` (a cheap node; useful as a fetch or feed point)."""
+    t = convert_to_tensor(x)
+    return (
+        get_default_graph()._create_op("Identity", [t], {}, [(t.dtype, t.shape)], name).outputs[0]
+    )
+
+
+def no_op(name: str = "NoOp") -> Operation:
+    """An op that does nothing; with control inputs it joins them."""
+    return get_default_graph()._create_op("NoOp", [], {}, [], name)
+
+
+def group(*inputs: Operation | Tensor, name: str = "group_deps") -> Operation:
+    """An op that finishes after all ``inputs`` (run it as a target).
+
+    >>> import opweave as ow
+    >>> with ow.Graph().as_default():
+    ...     g = ow.group(ow.constant(1.0), ow.constant(2.0))
+    >>> len(g.control_inputs)
+    2
+    """
+    deps = [i.op if isinstance(i, Tensor) else i for i in inputs]
+    return get_default_graph()._create_op("NoOp", [], {}, [], name, control_inputs=deps)
+
+
+# -- element-wise -----------------------------------------------------------------------------
+
+
+def _broadcast(a: Shape, b: Shape, op_type: str, name: str) -> Shape:
+    if a is None or b is None:
+        return None
+    out: list[int | None] = []
+    for i in range(max(len(a), len(b))):
+        da = a[len(a) - 1 - i] if i < len(a) else 1
+        db = b[len(b) - 1 - i] if i < len(b) else 1
+        if da == 1:
+            out.append(db)
+        elif db == 1:
+            out.append(da)
+        elif da is None or db is None:
+            out.append(da if db is None else db)
+        elif da == db:
+            out.append(da)
+        else:
+            raise ValueError(
+                f"Dimensions must be equal, but are {da} and {db} "
+                + _input_shapes(op_type, name, a, b)
+                + "."
+            )
+    return tuple(reversed(out))
+
+
+def _binary(op_type: str, x: TensorLike, y: TensorLike, name: str | None) -> Tensor:
+    name = name or op_type.lower()
+    if isinstance(x, Tensor):
+        a = x
+        b = convert_to_tensor(y, a.dtype if not isinstance(y, Tensor) else None)
+    else:
+        b = convert_to_tensor(y)
+        a = convert_to_tensor(x, b.dtype)
+    g = get_default_graph()
+    full = g.unique_name(name)
+    if a.dtype is not b.dtype:
+        raise TypeError(
+            f"Input 'y' of '{op_type}' Op '{full}' has type {b.dtype.name} that does not match "
+            f"type {a.dtype.name} of argument 'x'."
+        )
+    if a.dtype is bool_:
+        raise TypeError(f"'{op_type}' Op '{full}' does not support dtype bool")
+    shape = _broadcast(a.shape, b.shape, op_type, full)
+    return g._create_op(op_type, [a, b], {}, [(a.dtype, shape)], name, unique_name=full).outputs[0]
+
+
+def add(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
+    """``x + y`` with NumPy broadcasting (same dtype required, as in TensorFlow)."""
+    return _binary("Add", x, y, name)
+
+
+def sub(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
+    """``x - y`` with broadcasting."""
+    return _binary("Sub", x, y, name)
+
+
+def mul(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
+    """``x * y`` with broadcasting."""
+    return _binary("Mul", x, y, name)
+
+
+def div(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
+    """``x / y`` with broadcasting (integer division floors; integer division by zero fails)."""
+    return _binary("Div", x, y, name)
+
+
+def maximum(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
+    """Element-wise maximum with broadcasting."""
+    return _binary("Maximum", x, y, name)
+
+
+def _unary(op_type: str, x: TensorLike, name: str | None, floating: bool) -> Tensor:
+    t = convert_to_tensor(x)
+    name = name or op_type
+    if floating and not t.dtype.is_floating:
+        raise TypeError(
+            f"'{op_type}' Op '{name}' needs a float32 or float64 input, got {t.dtype.name}"
+        )
+    if t.dtype is bool_:
+        raise TypeError(f"'{op_type}' Op '{name}' does not support dtype bool")
+    return get_default_graph()._create_op(op_type, [t], {}, [(t.dtype, t.shape)], name).outputs[0]
+
+
+def neg(x: TensorLike, name: str | None = None) -> Tensor:
+    """``-x``."""
+    return _unary("Neg", x, name, floating=False)
+
+
+def relu(x: TensorLike, name: str | None = None) -> Tensor:
+    """``max(x, 0)``."""
+    return _unary("Relu", x, name, floating=False)
+
+
+def exp(x: TensorLike, name: str | None = None) -> Tensor:
+    """``e ** x`` (floating dtypes)."""
+    return _unary("Exp", x, name, floating=True)
+
+
+def tanh(x: TensorLike, name: str | None = None) -> Tensor:
+    """Hyperbolic tangent (floating dtypes)."""
+    return _unary("Tanh", x, name, floating=True)
+
+
+def sigmoid(x: TensorLike, name: str | None = None) -> Tensor:
+    """``1 / (1 + e ** -x)`` (floating dtypes)."""
+    return _unary("Sigmoid", x, name, floating=True)
+
+
+# -- matmul, reductions, shape ops -------------------------------------------------------------
+
+
+def matmul(
+    a: TensorLike,
+    b: TensorLike,
+    transpose_a: bool = False,
+    transpose_b: bool = False,
+    name: str | None = None,
+) -> Tensor:
+    """Matrix product of the two innermost dims (leading dims broadcast), optionally transposed.
+
+    Raises
+    ------
+    ValueError
+        When the inner dimensions differ, naming the op and both shapes.
+    TypeError
+        For non-floating or mismatched dtypes.
+
+    Examples
+    --------
+    >>> import opweave as ow
+    >>> with ow.Graph().as_default():
+    ...     y = ow.matmul(ow.constant(np.ones((2, 3))), ow.constant(np.ones((4, 3))),
+    ...                   transpose_b=True)
+    >>> y.shape
+    (2, 4)
+    """
+    name = name or "MatMul"
+    ta = (
+        a
+        if isinstance(a, Tensor)
+        else convert_to_tensor(a, b.dtype if isinstance(b, Tensor) else None)
+    )
+    tb = convert_to_tensor(b, ta.dtype if not isinstance(b, Tensor) else None)
+    g = get_default_graph()
+    full = g.unique_name(name)
+    if ta.dtype is not tb.dtype:
+        raise TypeError(
+            f"Input 'b' of 'MatMul' Op '{full}' has type {tb.dtype.name} that does not match "
+            f"type {ta.dtype.name} of argument 'a'."
+        )
+    if not ta.dtype.is_floating:
+        raise TypeError(
+            f"'MatMul' Op '{full}' needs float32 or float64 inputs, got {ta.dtype.name}"
+        )
+    sa, sb = ta.shape, tb.shape
+    shape: Shape = None
+    if sa is not None and sb is not None:
+        if len(sa) < 2 or len(sb) < 2:
+            raise ValueError(
+                "Shape must be rank >= 2 " + _input_shapes("MatMul", full, sa, sb) + "."
+            )
+        m, ka = (sa[-1], sa[-2]) if transpose_a else (sa[-2], sa[-1])
+        kb, n = (sb[-1], sb[-2]) if transpose_b else (sb[-2], sb[-1])
+        if ka is not None and kb is not None and ka != kb:
+            raise ValueError(
+                f"Dimensions must be equal, but are {ka} and {kb} "
+                + _input_shapes("MatMul", full, sa, sb)
+                + "."
+            )
+        batch = _broadcast(sa[:-2], sb[:-2], "MatMul", full)
+        assert batch is not None
+        shape = (*batch, m, n)
+    attrs = {"transpose_a": bool(transpose_a), "transpose_b": bool(transpose_b)}
+    return g._create_op(
+        "MatMul", [ta, tb], attrs, [(ta.dtype, shape)], name, unique_name=full
+    ).outputs[0]
+
+
+def _reduce(
+    op_type: str,
+    x: TensorLike,
+    axis: int | Sequence[int] | None,
+    keepdims: bool,
+    name: str | None,
+) -> Tensor:
+    t = convert_to_tensor(x)
+    name = name or op_type
+    if op_type in ("Sum", "Mean") and t.dtype is bool_:
+        raise TypeError(f"'{op_type}' Op '{name}' does not support dtype bool")
+    axes: list[int] | None = None
+    if axis is not None:
+        axes = [int(axis)] if isinstance(axis, (int, np.integer)) else [int(a) for a in axis]
+    shape: Shape = None
+    if t.shape is not None:
+        rank = len(t.shape)
+        if axes is None:
+            norm = list(range(rank))
+        else:
+            norm = []
+            for a in axes:
+                if not -rank <= a < rank:
+                    raise ValueError(
+                        f"Invalid reduction dimension {a} for input with {rank} dimensions "
+                        + _input_shapes(op_type, name, t.shape)
+                        + "."
+                    )
+                norm.append(a % rank)
+        dims = [(1 if keepdims else -1) if i in norm else d for i, d in enumerate(t.shape)]
+        shape = tuple(d for d in dims if d != -1)
+    attrs: dict[str, Any] = {"keepdims": bool(keepdims), "all_axes": axes is None}
+    attrs["axes"] = axes if axes is not None else []
+    return get_default_graph()._create_op(op_type, [t], attrs, [(t.dtype, shape)], name).outputs[0]
+
+
+def reduce_sum(
+    x: TensorLike,
+    axis: int | Sequence[int] | None = None,
+    keepdims: bool = False,
+    name: str | None = None,
+) -> Tensor:
+    """Sum over ``axis`` (all axes when None); the result is the same for any thread count."""
+    return _reduce("Sum", x, axis, keepdims, name)
+
+
+def reduce_mean(
+    x: TensorLike,
+    axis: int | Sequence[int] | None = None,
+    keepdims: bool = False,
+    name: str | None = None,
+) -> Tensor:
+    """Mean over ``axis`` (integer means truncate toward zero, as in TensorFlow)."""
+    return _reduce("Mean", x, axis, keepdims, name)
+
+
+def reduce_max(
+    x: TensorLike,
+    axis: int | Sequence[int] | None = None,
+    keepdims: bool = False,
+    name: str | None = None,
+) -> Tensor:
+    """Maximum over ``axis``."""
+    return _reduce("Max", x, axis, keepdims, name)
+
+
+def reduce_min(
+    x: TensorLike,
+    axis: int | Sequence[int] | None = None,
+    keepdims: bool = False,
+    name: str | None = None,
+) -> Tensor:
+    """Minimum over ``axis``."""
+    return _reduce("Min", x, axis, keepdims, name)
+
+
+def add_n(inputs: Sequence[TensorLike], name: str | None = None) -> Tensor:
+    """Sum of same-shape, same-dtype tensors.
+
+    >>> import opweave as ow
+    >>> with ow.Graph().as_default():
+    ...     ow.add_n([ow.constant([1.0]), ow.constant([2.0])]).shape
+    (1,)
+    """
+    name = name or "AddN"
+    if not inputs:
+        raise ValueError("add_n needs at least one input")
+    ts = [convert_to_tensor(i) for i in inputs]
+    g = get_default_graph()
+    full = g.unique_name(name)
+    shape = ts[0].shape
+    for t in ts[1:]:
+        if t.dtype is not ts[0].dtype:
+            raise TypeError(
+                f"'AddN' Op '{full}': inputs have types {ts[0].dtype.name} and {t.dtype.name}"
+            )
+        if shape is not None and t.shape is not None:
+            if len(shape) != len(t.shape) or any(
+                a is not None and b is not None and a != b
+                for a, b in zip(shape, t.shape, strict=False)
+            ):
+                raise ValueError(
+                    "Shapes must be equal " + _input_shapes("AddN", full, shape, t.shape) + "."
+                )
+            shape = tuple(a if a is not None else b for a, b in zip(shape, t.shape, strict=True))
+        elif shape is None:
+            shape = t.shape
+    return g._create_op("AddN", ts, {}, [(ts[0].dtype, shape)], name, unique_name=full).outputs[0]
+
+
+def reshape(x: TensorLike, shape: Sequence[int], name: str | None = None) -> Tensor:
+    """Same elements, new shape (one dim may be -1: inferred)."""
+    t = convert_to_tensor(x)
+    name = name or "Reshape"
+    target = [int(d) for d in shape]
+    if sum(1 for d in target if d == -1) > 1 or any(d < -1 for d in target):
+        raise ValueError(f"'Reshape' Op '{name}': invalid target shape {target}")
+    out: list[int | None] = [d if d != -1 else None for d in target]
+    if t.shape is not None and all(d is not None for d in t.shape):
+        n = int(np.prod([d for d in t.shape if d is not None], dtype=np.int64))
+        known = int(np.prod([d for d in target if d != -1], dtype=np.int64))
+        if -1 in target and known and n % known == 0:
+            out[target.index(-1)] = n // known
+        elif (-1 in target and (known == 0 or n % known)) or (-1 not in target and known != n):
+            raise ValueError(
+                f"Cannot reshape a tensor with {n} elements to shape {target} "
+                + _input_shapes("Reshape", name, t.shape)
+                + "."
+            )
+    return (
+        get_default_graph()
+        ._create_op("Reshape", [t], {"shape": target}, [(t.dtype, tuple(out))], name)
+        .outputs[0]
+    )
+
+
+def transpose(x: TensorLike, perm: Sequence[int] | None = None, name: str | None = None) -> Tensor:
+    """Permute dimensions (``perm=None`` reverses them)."""
+    t = convert_to_tensor(x)
+    name = name or "transpose"
+    shape: Shape = None
+    p = [int(i) for i in perm] if perm is not None else None
+    if t.shape is not None:
+        rank = len(t.shape)
+        if p is None:
+            p = list(reversed(range(rank)))
+        if sorted(p) != list(range(rank)):
+            raise ValueError(
+                f"perm {p} is not a permutation of {rank} dimensions "
+                + _input_shapes("Transpose", name, t.shape)
+                + "."
+            )
+        shape = tuple(t.shape[i] for i in p)
+    return (
+        get_default_graph()
+        ._create_op(
+            "Transpose", [t], {"perm": p if p is not None else []}, [(t.dtype, shape)], name
+        )
+        .outputs[0]
+    )
+
+
+def cast(x: TensorLike, dtype: Any, name: str | None = None) -> Tensor:
+    """``x`` converted to ``dtype`` (NumPy ``astype`` semantics)."""
+    t = convert_to_tensor(x)
+    dt = as_dtype(dtype)
+    return (
+        get_default_graph()
+        ._create_op("Cast", [t], {"DstT": dt}, [(dt, t.shape)], name or "Cast")
+        .outputs[0]
+    )
+
+
+# -- py_function --------------------------------------------------------------------------------
+
+
+@overload
+def py_function(
+    func: Callable[..., Any],
+    inp: Sequence[TensorLike],
+    Tout: DType | str | type,
+    name: str | None = None,
+) -> Tensor: ...
+
+
+@overload
+def py_function(
+    func: Callable[..., Any],
+    inp: Sequence[TensorLike],
+    Tout: list[Any] | tuple[Any, ...],
+    name: str | None = None,
+) -> list[Tensor]: ...
+
+
+def py_function(
+    func: Callable[..., Any],
+    inp: Sequence[TensorLike],
+    Tout: Any | Sequence[Any],
+    name: str | None = None,
+) -> Tensor | list[Tensor]:
+    """An op that calls a Python function on NumPy arrays.
+
+    The function receives read-only NumPy arrays (one per input) and returns one value per entry
+    of ``Tout`` (a single value when ``Tout`` is a single dtype). It runs on an inter-op thread
+    and holds the GIL only while it runs. An exception it raises reaches the ``Session.run``
+    caller with its original type and traceback.
+
+    Parameters
+    ----------
+    func : callable
+    inp : sequence of Tensor or array_like
+    Tout : DType or sequence of DType
+    name : str, optional
+
+    Returns
+    -------
+    Tensor or list of Tensor
+        One tensor when ``Tout`` is a single dtype, else a list (shapes unknown).
+
+    Examples
+    --------
+    >>> import opweave as ow
+    >>> with ow.Graph().as_default():
+    ...     y = ow.py_function(lambda v: v * 2, [ow.constant([1.0])], ow.float32)
+    ...     with ow.Session() as sess:
+    ...         print(sess.run(y))
+    [2.]
+    """
+    single = not isinstance(Tout, (list, tuple))
+    touts = [as_dtype(Tout)] if single else [as_dtype(d) for d in Tout]
+    inputs = [convert_to_tensor(i) for i in inp]
+
+    def call(*arrays: np.ndarray) -> list[np.ndarray]:
+        result = func(*arrays)
+        values = [result] if single else ([] if result is None else list(result))
+        if len(values) != len(touts):
+            raise ValueError(
+                f"py_function {getattr(func, '__name__', func)!r} returned {len(values)} values; "
+                f"Tout has {len(touts)}"
+            )
+        return [np.asarray(v, dtype=d.as_numpy_dtype) for v, d in zip(values, touts, strict=True)]
+
+    op = get_default_graph()._create_op(
+        "PyFunc",
+        inputs,
+        {"func": call, "Tout": touts},
+        [(d, None) for d in touts],
+        name or "EagerPyFunc",
+    )
+    return op.outputs[0] if single else list(op.outputs)

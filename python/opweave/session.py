@@ -1,0 +1,507 @@
+"""Session: runs a Graph on the intra-op and inter-op pools.
+
+>>> import opweave as ow
+>>> g = ow.Graph()
+>>> with g.as_default():
+...     x = ow.placeholder(ow.float32, shape=(None,))
+...     y = x * 2.0
+>>> with ow.Session(graph=g) as sess:
+...     sess.run({"y": y, "pair": (y, "x:0")}, feed_dict={x: [1.0, 2.0]})["y"]
+array([2., 4.], dtype=float32)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import threading
+import warnings
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from types import TracebackType
+from typing import Any, NoReturn
+
+import numpy as np
+
+from . import _opweave_core as _core
+from . import errors
+from .config import (
+    ConfigProto,
+    DeviceStepStats,
+    NodeExecStats,
+    PoolConfigWarning,
+    RunMetadata,
+    RunOptions,
+    StepStats,
+)
+from .framework import Graph, Operation, Shape, Tensor, get_default_graph
+
+__all__ = ["Session", "get_default_session"]
+
+Fetchable = Tensor | Operation | str
+
+
+def _tf_shape(shape: Shape) -> str:
+    if shape is None:
+        return "<unknown>"
+    dims = ["?" if d is None else str(d) for d in shape]
+    return "(" + ", ".join(dims) + ("," if len(dims) == 1 else "") + ")"
+
+
+def _compatible(shape: Shape, value_shape: tuple[int, ...]) -> bool:
+    if shape is None:
+        return True
+    return len(shape) == len(value_shape) and all(
+        d is None or d == v for d, v in zip(shape, value_shape, strict=True)
+    )
+
+
+def _raise_core_error(exc: BaseException) -> NoReturn:
+    """Re-raise a CoreError as the matching opweave.errors class (or the py_function's error)."""
+    args = exc.args
+    code, message = int(args[0]), str(args[1])
+    node = str(args[2]) if len(args) > 2 and args[2] else None
+    op_type = str(args[3]) if len(args) > 3 and args[3] else None
+    original = args[4] if len(args) > 4 else None
+    if isinstance(original, BaseException):
+        if hasattr(original, "add_note"):
+            original.add_note(f"raised inside node {node!r} (op: {op_type})")
+        # The original object: its type is the user's and its __traceback__ still holds the
+        # frames of the py_function body; raising it chains them under Session.run's frames.
+        raise original
+    raise errors.error_from_code(code, message, node, op_type) from None
+
+
+class _Fetches:
+    """A nested fetch structure, flattened once into unique tensors and target ops."""
+
+    def __init__(self, graph: Graph, fetches: Any) -> None:
+        self.graph = graph
+        self.tensors: list[Tensor] = []
+        self.targets: list[Operation] = []
+        self._tensor_index: dict[int, int] = {}
+        self._target_ids: set[int] = set()
+        self.rebuild = self._flatten(fetches)
+
+    def _leaf(self, fetch: Fetchable) -> Callable[[list[np.ndarray]], Any]:
+        try:
+            el = self.graph.as_graph_element(fetch)
+        except TypeError:
+            raise TypeError(
+                f"Fetch argument {fetch!r} has invalid type {type(fetch)}, must be a string or "
+                "Tensor/Operation."
+            ) from None
+        except (KeyError, ValueError) as e:
+            raise ValueError(f"Fetch argument {fetch!r} cannot be interpreted: {e}") from None
+        if isinstance(el, Operation):
+            if el._id not in self._target_ids:
+                self._target_ids.add(el._id)
+                self.targets.append(el)
+            return lambda values: None
+        index = self._tensor_index.get(id(el))
+        if index is None:
+            index = len(self.tensors)
+            self._tensor_index[id(el)] = index
+            self.tensors.append(el)
+        i = index
+        return lambda values: values[i]
+
+    def _flatten(self, fetches: Any) -> Callable[[list[np.ndarray]], Any]:
+        if isinstance(fetches, (Tensor, Operation, str)):
+            return self._leaf(fetches)
+        if isinstance(fetches, Mapping):
+            parts = {k: self._flatten(v) for k, v in fetches.items()}
+            kind = type(fetches)
+
+            def build_dict(values: list[np.ndarray]) -> Any:
+                built = {k: f(values) for k, f in parts.items()}
+                return built if kind is dict else kind(built)  # type: ignore[call-arg]
+
+            return build_dict
+        if isinstance(fetches, (list, tuple)):
+            items = [self._flatten(v) for v in fetches]
+            if isinstance(fetches, tuple) and hasattr(fetches, "_fields"):  # namedtuple
+                ntype = type(fetches)
+                return lambda values: ntype(*[f(values) for f in items])
+            seq_type = type(fetches)
+            return lambda values: seq_type(f(values) for f in items)
+        if fetches is None:
+            raise TypeError("Fetch argument None has invalid type <class 'NoneType'>")
+        raise TypeError(
+            f"Fetch argument {fetches!r} has invalid type {type(fetches)}, must be a string or "
+            "Tensor/Operation."
+        )
+
+
+_session_stack = threading.local()
+
+
+def get_default_session() -> Session | None:
+    """The innermost session entered with ``with`` in this thread, or None."""
+    stack: list[Session] = getattr(_session_stack, "stack", [])
+    return stack[-1] if stack else None
+
+
+class Session:
+    """Runs ops of a :class:`Graph`.
+
+    Parameters
+    ----------
+    graph : Graph, optional
+        Defaults to the default graph.
+    config : ConfigProto, optional
+        Pool sizes, placement and timeouts. The global pools are sized by the first session
+        that uses them; a later session asking for other sizes gets a
+        :class:`~opweave.config.PoolConfigWarning` naming the size in effect.
+
+    Notes
+    -----
+    ``run`` releases the GIL for the whole run, so many Python threads may run one session at
+    once. Ctrl-C during a run cancels it and raises ``KeyboardInterrupt``.
+
+    Examples
+    --------
+    >>> import opweave as ow
+    >>> with ow.Graph().as_default():
+    ...     c = ow.constant([1.0, 2.0]) + 1.0
+    ...     with ow.Session(config=ow.ConfigProto(inter_op_parallelism_threads=-1)) as s:
+    ...         s.run(c)
+    array([2., 3.], dtype=float32)
+    """
+
+    def __init__(self, graph: Graph | None = None, config: ConfigProto | None = None) -> None:
+        if graph is None:
+            graph = get_default_graph()
+        if not isinstance(graph, Graph):
+            raise TypeError(f"graph must be an opweave.Graph, got {type(graph).__name__}")
+        if config is None:
+            config = ConfigProto()
+        if not isinstance(config, ConfigProto):
+            raise TypeError(f"config must be an opweave.ConfigProto, got {type(config).__name__}")
+        self._graph = graph
+        self._config = config
+        self._closed = False
+        self._executor = _core.Executor(graph._core)
+        self._lock = threading.Lock()  # guards placement bookkeeping
+        self._placed = 0
+        self._placement: dict[str, str] = {}
+        n_cpu = max(1, config.device_count.get("CPU", 1))
+        self._devices = [f"/device:CPU:{i}" for i in range(n_cpu)]
+        self._pools: list[_core.InterPool] = []
+        self._exit_stack: contextlib.ExitStack | None = None
+        self._setup_pools()
+
+    # -- pools ----------------------------------------------------------------------------------
+    def _setup_pools(self) -> None:
+        cfg = self._config
+        intra, inter = cfg.intra_op_parallelism_threads, cfg.inter_op_parallelism_threads
+        uses_global_inter = not (
+            cfg.session_inter_op_thread_pool or inter < 0 or cfg.use_per_session_threads
+        )
+        # issue 7: the spin time follows the first-Session rule too; it must be set before the
+        # global pools are created just below.
+        spin = cfg.experimental.spin_time_us
+        if spin is not None and not _core.configure_spin_time_if_unset(
+            spin, f"the first Session's ConfigProto.experimental.spin_time_us={spin}"
+        ):
+            in_effect = _core.runtime_info()
+            if in_effect["spin_time_us"] != spin:
+                warnings.warn(
+                    f"ConfigProto.experimental.spin_time_us={spin} does not take effect: the "
+                    f"global pools spin {in_effect['spin_time_us']} us, as set by "
+                    f"{in_effect['spin_time_source']}.",
+                    PoolConfigWarning,
+                    stacklevel=3,
+                )
+        info = _core.configure_global_pools_if_unset(
+            intra, inter if uses_global_inter else -1, "the first Session's ConfigProto"
+        )
+        eff_intra, eff_inter, src_intra, src_inter = info
+        if intra and eff_intra != intra:
+            warnings.warn(
+                f"ConfigProto(intra_op_parallelism_threads={intra}) does not take effect: the "
+                f"global intra-op pool already runs one op on {eff_intra} threads, as sized by "
+                f"{src_intra}. Resize it with opweave.set_num_threads({intra}) between runs.",
+                PoolConfigWarning,
+                stacklevel=3,
+            )
+        try:
+            if cfg.session_inter_op_thread_pool:
+                for i, p in enumerate(cfg.session_inter_op_thread_pool):
+                    if p.global_name:
+                        self._pools.append(_core.named_inter_pool(p.global_name, p.num_threads))
+                    else:
+                        self._pools.append(
+                            _core.new_inter_pool(p.num_threads, f"session inter-op {i}")
+                        )
+            elif inter < 0:
+                pass  # every op runs in the caller's thread
+            elif cfg.use_per_session_threads:
+                self._pools.append(_core.new_inter_pool(inter, "session inter-op"))
+            else:
+                self._pools.append(_core.global_inter_pool())
+                if inter and eff_inter != inter:
+                    warnings.warn(
+                        f"ConfigProto(inter_op_parallelism_threads={inter}) does not take effect: "
+                        f"the global inter-op pool already runs {eff_inter} ops at once, as sized "
+                        f"by {src_inter}. Resize it with opweave.set_num_interop_threads({inter}) "
+                        "between runs, or set use_per_session_threads=True.",
+                        PoolConfigWarning,
+                        stacklevel=3,
+                    )
+        except _core.CoreError as e:
+            _raise_core_error(e)
+
+    @property
+    def graph(self) -> Graph:
+        """The graph this session runs."""
+        return self._graph
+
+    @property
+    def config(self) -> ConfigProto:
+        """The ConfigProto the session was created with."""
+        return self._config
+
+    def list_devices(self) -> list[str]:
+        """The devices ops may be placed on (``/device:CPU:0`` ...)."""
+        return list(self._devices)
+
+    # -- placement ------------------------------------------------------------------------------
+    def _place_new_ops(self) -> None:
+        if len(self._graph._ops) == self._placed:
+            return  # fast path: nothing new (a racy read only delays the check to the lock)
+        with self._lock:
+            ops = self._graph.get_operations()[self._placed :]
+            for op in ops:
+                device = op.device or self._devices[0]
+                if device not in self._devices:
+                    if not self._config.allow_soft_placement:
+                        raise errors.InvalidArgumentError(
+                            op.name,
+                            op.type,
+                            f"Cannot assign a device for operation {op.name}: Could not satisfy "
+                            f"explicit device specification '{op.device}' because no such device "
+                            f"exists. Available devices: {', '.join(self._devices)}. Set "
+                            "allow_soft_placement=True to place it on /device:CPU:0 instead.",
+                        )
+                    device = self._devices[0]
+                self._placement[op.name] = device
+                if self._config.log_device_placement:
+                    print(
+                        f"{op.name}: ({op.type}): /job:localhost/replica:0/task:0{device}",
+                        file=sys.stderr,
+                    )
+                self._placed += 1
+
+    # -- running --------------------------------------------------------------------------------
+    def _feeds(self, feed_dict: Mapping[Any, Any] | None) -> list[tuple[int, int, np.ndarray]]:
+        feeds: list[tuple[int, int, np.ndarray]] = []
+        if not feed_dict:
+            return feeds
+        for key, value in feed_dict.items():
+            try:
+                t = self._graph.as_graph_element(key)
+            except (TypeError, KeyError, ValueError) as e:
+                raise TypeError(
+                    f"Cannot interpret feed_dict key {key!r} as a Tensor: {e}"
+                ) from None
+            if not isinstance(t, Tensor):
+                raise TypeError(f"Cannot interpret feed_dict key {key!r} as a Tensor.")
+            try:
+                arr = np.asarray(value, dtype=t.dtype.as_numpy_dtype)
+            except (TypeError, ValueError) as e:
+                raise TypeError(
+                    f"Cannot feed value for Tensor {t.name!r} of dtype {t.dtype.name}: {e}"
+                ) from None
+            if not _compatible(t.shape, arr.shape):
+                raise ValueError(
+                    f"Cannot feed value of shape {arr.shape} for Tensor {t.name!r}, which has "
+                    f"shape '{_tf_shape(t.shape)}'"
+                )
+            feeds.append((t.op._id, t.value_index, arr))
+        return feeds
+
+    def _pool_for(self, options: RunOptions | None) -> _core.InterPool | None:
+        index = options.inter_op_thread_pool if options is not None else 0
+        if index == -1:
+            return None
+        if not self._pools:
+            if index == 0:
+                return None
+        elif 0 <= index < len(self._pools):
+            return self._pools[index]
+        raise errors.InvalidArgumentError(None, None, f"Invalid inter_op_thread_pool: {index}")
+
+    def _run(
+        self,
+        fetches: _Fetches,
+        feeds: list[tuple[int, int, np.ndarray]],
+        options: RunOptions | None,
+        run_metadata: RunMetadata | None,
+    ) -> Any:
+        if self._closed:
+            raise RuntimeError("Attempted to use a closed Session.")
+        if options is not None and not isinstance(options, RunOptions):
+            raise TypeError("options must be an opweave.RunOptions")
+        if run_metadata is not None and not isinstance(run_metadata, RunMetadata):
+            raise TypeError("run_metadata must be an opweave.RunMetadata")
+        self._place_new_ops()
+        pool = self._pool_for(options)
+        timeout = self._config.operation_timeout_in_ms
+        if options is not None and options.timeout_in_ms > 0:
+            timeout = options.timeout_in_ms
+        trace = (
+            options is not None
+            and options.trace_level != RunOptions.NO_TRACE
+            and run_metadata is not None
+        )
+        failure: BaseException | None = None
+        try:
+            values, stats = self._executor.run(
+                feeds,
+                [(t.op._id, t.value_index) for t in fetches.tensors],
+                [op._id for op in fetches.targets],
+                pool,
+                timeout,
+                trace,
+            )
+        except _core.CoreError as e:
+            failure = e
+        if failure is not None:
+            # Raised outside the except block so the CoreError does not show up as context.
+            _raise_core_error(failure)
+        if trace and run_metadata is not None:
+            run_metadata.step_stats = self._step_stats(stats or [])
+        return fetches.rebuild(values)
+
+    def _step_stats(self, rows: list[tuple[str, str, str, int, int, int, int]]) -> StepStats:
+        by_device: dict[str, list[NodeExecStats]] = {}
+        for name, op, _device, scheduled, start, end, tid in rows:
+            device = self._placement.get(name, self._devices[0])
+            by_device.setdefault(device, []).append(
+                NodeExecStats(name, op, scheduled, start, end, tid)
+            )
+        return StepStats(
+            [
+                DeviceStepStats(f"/job:localhost/replica:0/task:0{d}", s)
+                for d, s in by_device.items()
+            ]
+        )
+
+    def run(
+        self,
+        fetches: Any,
+        feed_dict: Mapping[Any, Any] | None = None,
+        options: RunOptions | None = None,
+        run_metadata: RunMetadata | None = None,
+    ) -> Any:
+        """Run the ops needed for ``fetches`` and return their values.
+
+        Parameters
+        ----------
+        fetches : Tensor, Operation, str, or nested list/tuple/dict of them
+            ``"x:0"`` names a tensor and ``"x"`` an op. Ops come back as None, tensors as
+            NumPy arrays; the result has the structure of ``fetches``.
+        feed_dict : dict, optional
+            Tensor (or tensor name) -> value. Any tensor may be fed, not only placeholders;
+            whatever lies only upstream of fed tensors does not run. Arrays whose dtype and
+            layout fit are used without copying.
+        options : RunOptions, optional
+        run_metadata : RunMetadata, optional
+            Receives ``step_stats`` when ``options.trace_level`` asks for tracing.
+
+        Returns
+        -------
+        The fetched values in the structure of ``fetches``.
+
+        Raises
+        ------
+        opweave.errors.OpError
+            A subclass naming the failing node and op; ``DeadlineExceededError`` when the run
+            takes longer than the timeout. An exception raised in a py_function is re-raised as
+            itself.
+        KeyboardInterrupt
+            On Ctrl-C; the run is cancelled first.
+
+        Examples
+        --------
+        >>> import opweave as ow
+        >>> with ow.Graph().as_default():
+        ...     a = ow.constant(3.0, name="a")
+        ...     b = ow.identity(a, name="b")
+        ...     with ow.Session() as s:
+        ...         s.run(["b:0", {"a": a}], feed_dict={a: 5.0})
+        [array(5., dtype=float32), {'a': array(5., dtype=float32)}]
+        """
+        prepared = _Fetches(self._graph, fetches)
+        return self._run(prepared, self._feeds(feed_dict), options, run_metadata)
+
+    def make_callable(
+        self,
+        fetches: Any,
+        feed_list: Sequence[Any] | None = None,
+        accept_options: bool = False,
+    ) -> Callable[..., Any]:
+        """A function that runs ``fetches`` with positional values for ``feed_list``.
+
+        The fetch structure is resolved once, so repeated calls skip that work.
+
+        Examples
+        --------
+        >>> import opweave as ow
+        >>> with ow.Graph().as_default():
+        ...     x = ow.placeholder(ow.int32, shape=())
+        ...     with ow.Session() as s:
+        ...         double = s.make_callable(x * 2, [x])
+        ...         double(21)
+        array(42, dtype=int32)
+        """
+        prepared = _Fetches(self._graph, fetches)
+        keys = list(feed_list or [])
+
+        def call(
+            *args: Any,
+            options: RunOptions | None = None,
+            run_metadata: RunMetadata | None = None,
+        ) -> Any:
+            if len(args) != len(keys):
+                raise ValueError(f"expected {len(keys)} feed values, got {len(args)}")
+            if not accept_options and (options is not None or run_metadata is not None):
+                raise TypeError("this callable was made with accept_options=False")
+            feeds = self._feeds(dict(zip(keys, args, strict=True)))
+            return self._run(prepared, feeds, options, run_metadata)
+
+        return call
+
+    def close(self) -> None:
+        """Release the session's own pools; later runs raise RuntimeError. Idempotent."""
+        self._closed = True
+        self._pools = []
+
+    def __enter__(self) -> Session:
+        stack = contextlib.ExitStack()
+        stack.enter_context(self._graph.as_default())
+        stack.enter_context(_as_default_session(self))
+        self._exit_stack = stack
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._exit_stack is not None:
+            self._exit_stack.close()
+            self._exit_stack = None
+        self.close()
+
+
+@contextlib.contextmanager
+def _as_default_session(session: Session) -> Iterator[Session]:
+    stack: list[Session] = getattr(_session_stack, "stack", None) or []
+    _session_stack.stack = stack
+    stack.append(session)
+    try:
+        yield session
+    finally:
+        stack.pop()

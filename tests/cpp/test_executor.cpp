@@ -1,0 +1,315 @@
+// The executor's contract, without Python: pruning, feeds, continuation, failures, cancellation,
+// deadlines, caller-thread mode and concurrent runs.
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include "opweave/executor/executor.h"
+#include "opweave/executor/kernel_registry.h"
+#include "opweave/executor/session_pools.h"
+#include "testing.h"
+
+using namespace opweave;
+
+namespace {
+
+Tensor scalar(std::int64_t v) {
+  Tensor t = Tensor::empty(DType::kInt64, {});
+  t.data<std::int64_t>()[0] = v;
+  return t;
+}
+
+std::int64_t value(const Tensor& t) { return t.data<std::int64_t>()[0]; }
+
+std::atomic<int> g_add_calls{0};
+std::atomic<int> g_sleeps{0};
+
+// Test ops: TAdd sums int64 scalars (and counts calls), TSleep sleeps `ms` then forwards its
+// input, TFail throws InvalidArgument.
+void register_test_kernels() {
+  register_kernel("TAdd", {[](const NodeDef&) -> Kernel {
+                             return [](KernelContext& ctx) {
+                               g_add_calls.fetch_add(1);
+                               std::int64_t s = 0;
+                               for (const Tensor& t : ctx.inputs) s += value(t);
+                               ctx.outputs[0] = scalar(s);
+                             };
+                           },
+                           CostHint::kMeasure});
+  register_kernel("TSleep", {[](const NodeDef& node) -> Kernel {
+                               const std::int64_t ms = node.attr<std::int64_t>("ms");
+                               return [ms](KernelContext& ctx) {
+                                 g_sleeps.fetch_add(1);
+                                 std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+                                 ctx.outputs[0] = ctx.inputs.empty() ? scalar(0) : ctx.inputs[0];
+                               };
+                             },
+                             CostHint::kExpensive});
+  register_kernel("TFail", {[](const NodeDef&) -> Kernel {
+                              return [](KernelContext&) { throw_invalid_argument("boom"); };
+                            },
+                            CostHint::kCheap});
+}
+
+int add(Graph& g, const std::string& name, const std::string& op, std::vector<TensorId> inputs,
+        std::map<std::string, AttrValue> attrs = {}, std::vector<int> control = {}) {
+  NodeDef d;
+  d.name = name;
+  d.op = op;
+  d.inputs = std::move(inputs);
+  d.attrs = std::move(attrs);
+  d.control_inputs = std::move(control);
+  return g.add_node(std::move(d));
+}
+
+struct Fixture {
+  std::shared_ptr<Graph> g = std::make_shared<Graph>();
+  int a, b, c, d;
+  Fixture() {
+    register_test_kernels();
+    a = add(*g, "a", "Const", {}, {{"value", AttrValue{scalar(1)}}});
+    b = add(*g, "b", "Const", {}, {{"value", AttrValue{scalar(2)}}});
+    c = add(*g, "c", "TAdd", {{a, 0}, {b, 0}});  // 3
+    d = add(*g, "d", "TAdd", {{c, 0}, {c, 0}});  // 6
+  }
+};
+
+}  // namespace
+
+OPWEAVE_TEST(fetch_runs_the_needed_nodes_and_returns_values) {
+  Fixture f;
+  Executor ex(f.g);
+  RunRequest req;
+  req.fetches = {{f.d, 0}, {f.c, 0}};
+  std::vector<Tensor> out = ex.run(req);
+  OPWEAVE_CHECK_EQ(value(out[0]), 6);
+  OPWEAVE_CHECK_EQ(value(out[1]), 3);
+}
+
+OPWEAVE_TEST(feeding_a_tensor_prunes_everything_upstream_of_it) {
+  Fixture f;
+  Executor ex(f.g);
+  RunRequest req;
+  req.feeds = {{{f.c, 0}, scalar(10)}};
+  req.fetches = {{f.d, 0}};
+  g_add_calls = 0;
+  OPWEAVE_CHECK_EQ(value(ex.run(req)[0]), 20);
+  OPWEAVE_CHECK_EQ(g_add_calls.load(), 1);  // only d ran; c was fed
+}
+
+OPWEAVE_TEST(each_signature_is_compiled_once_and_cached) {
+  Fixture f;
+  Executor ex(f.g);
+  RunRequest req;
+  req.fetches = {{f.d, 0}};
+  ex.run(req);
+  ex.run(req);
+  OPWEAVE_CHECK_EQ(ex.num_compiled(), std::size_t{1});
+  req.fetches = {{f.c, 0}};
+  ex.run(req);
+  OPWEAVE_CHECK_EQ(ex.num_compiled(), std::size_t{2});
+}
+
+OPWEAVE_TEST(a_failing_node_is_named_and_the_executor_still_works) {
+  Fixture f;
+  int bad = add(*f.g, "bad", "TFail", {{f.a, 0}});
+  Executor ex(f.g);
+  ThreadPool pool(PoolOptions{2, "test-inter", 0, Affinity::kNone});
+  RunRequest req;
+  req.inter_pool = &pool;
+  req.fetches = {{bad, 0}};
+  bool threw = false;
+  try {
+    ex.run(req);
+  } catch (const RunFailure& e) {
+    threw = true;
+    OPWEAVE_CHECK(e.code() == ErrorCode::kInvalidArgument);
+    OPWEAVE_CHECK_EQ(e.node_name(), std::string("bad"));
+    OPWEAVE_CHECK_EQ(e.op_type(), std::string("TFail"));
+  }
+  OPWEAVE_CHECK(threw);
+  req.fetches = {{f.d, 0}};
+  OPWEAVE_CHECK_EQ(value(ex.run(req)[0]), 6);
+}
+
+OPWEAVE_TEST(independent_expensive_branches_run_on_different_threads_at_once) {
+  auto g = std::make_shared<Graph>();
+  register_test_kernels();
+  int s1 = add(*g, "s1", "TSleep", {}, {{"ms", AttrValue{std::int64_t{100}}}});
+  int s2 = add(*g, "s2", "TSleep", {}, {{"ms", AttrValue{std::int64_t{100}}}});
+  Executor ex(g);
+  ThreadPool pool(PoolOptions{2, "test-inter", 0, Affinity::kNone});
+  StepStatsCollector stats;
+  RunRequest req;
+  req.inter_pool = &pool;
+  req.observer = &stats;
+  req.fetches = {{s1, 0}, {s2, 0}};
+  ex.run(req);
+  std::vector<NodeExecStats> s = stats.take();
+  OPWEAVE_CHECK_EQ(s.size(), std::size_t{2});
+  if (s.size() == 2) {
+    OPWEAVE_CHECK(s[0].start_micros < s[1].end_micros && s[1].start_micros < s[0].end_micros);
+    OPWEAVE_CHECK(s[0].thread_id != s[1].thread_id);
+  }
+}
+
+OPWEAVE_TEST(caller_thread_mode_runs_every_node_on_the_caller) {
+  Fixture f;
+  Executor ex(f.g);
+  StepStatsCollector stats;
+  RunRequest req;
+  req.observer = &stats;
+  req.fetches = {{f.d, 0}};
+  ex.run(req);
+  for (const NodeExecStats& s : stats.take()) OPWEAVE_CHECK_EQ(s.thread_id, current_thread_id());
+}
+
+OPWEAVE_TEST(deadline_cancels_the_rest_of_the_run) {
+  auto g = std::make_shared<Graph>();
+  register_test_kernels();
+  int prev = add(*g, "s0", "TSleep", {}, {{"ms", AttrValue{std::int64_t{20}}}});
+  for (int i = 1; i < 50; ++i) {
+    prev = add(*g, "s" + std::to_string(i), "TSleep", {{prev, 0}},
+               {{"ms", AttrValue{std::int64_t{20}}}});
+  }
+  Executor ex(g);
+  ThreadPool pool(PoolOptions{1, "test-inter", 0, Affinity::kNone});
+  RunRequest req;
+  req.inter_pool = &pool;
+  req.timeout_ms = 100;
+  req.fetches = {{prev, 0}};
+  g_sleeps = 0;
+  bool deadline = false;
+  try {
+    ex.run(req);
+  } catch (const RunFailure& e) {
+    deadline = e.code() == ErrorCode::kDeadlineExceeded;
+  }
+  OPWEAVE_CHECK(deadline);
+  // Cancellation skips every node after the in-flight one: far from all 50 ran.
+  OPWEAVE_CHECK(g_sleeps.load() < 40);
+}
+
+OPWEAVE_TEST(poll_returning_false_cancels_the_run) {
+  auto g = std::make_shared<Graph>();
+  register_test_kernels();
+  int prev = add(*g, "s0", "TSleep", {}, {{"ms", AttrValue{std::int64_t{10}}}});
+  for (int i = 1; i < 100; ++i) {
+    prev = add(*g, "s" + std::to_string(i), "TSleep", {{prev, 0}},
+               {{"ms", AttrValue{std::int64_t{10}}}});
+  }
+  Executor ex(g);
+  ThreadPool pool(PoolOptions{1, "test-inter", 0, Affinity::kNone});
+  RunRequest req;
+  req.inter_pool = &pool;
+  req.poll_interval = std::chrono::milliseconds(20);
+  req.poll = [] { return false; };
+  req.fetches = {{prev, 0}};
+  bool cancelled = false;
+  try {
+    ex.run(req);
+  } catch (const RunFailure& e) {
+    cancelled = e.code() == ErrorCode::kCancelled;
+  }
+  OPWEAVE_CHECK(cancelled);
+}
+
+OPWEAVE_TEST(many_threads_run_one_executor_concurrently) {
+  Fixture f;
+  Executor ex(f.g);
+  ThreadPool pool(PoolOptions{2, "test-inter", 0, Affinity::kNone});
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 200; ++i) {
+        RunRequest req;
+        req.inter_pool = &pool;
+        req.feeds = {{{f.a, 0}, scalar(t + i)}};
+        req.fetches = {{f.d, 0}};
+        if (value(ex.run(req)[0]) != 2 * (t + i + 2)) wrong.fetch_add(1);
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  OPWEAVE_CHECK_EQ(wrong.load(), 0);
+}
+
+OPWEAVE_TEST(named_pool_with_other_size_is_invalid_argument) {
+  auto p = named_inter_pool("test-executor-pool", 2);
+  OPWEAVE_CHECK(named_inter_pool("test-executor-pool", 2) == p);
+  bool threw = false;
+  try {
+    named_inter_pool("test-executor-pool", 3);
+  } catch (const OpError& e) {
+    threw = e.code() == ErrorCode::kInvalidArgument &&
+            std::string(e.what()) ==
+                "Pool test-executor-pool configured previously with num_threads=2; cannot "
+                "re-configure with num_threads=3";
+  }
+  OPWEAVE_CHECK(threw);
+}
+
+OPWEAVE_TEST(a_chain_of_expensive_nodes_continues_on_one_thread) {
+  auto g = std::make_shared<Graph>();
+  register_test_kernels();
+  int prev = add(*g, "s0", "TSleep", {}, {{"ms", AttrValue{std::int64_t{1}}}});
+  for (int i = 1; i < 6; ++i) {
+    prev = add(*g, "s" + std::to_string(i), "TSleep", {{prev, 0}},
+               {{"ms", AttrValue{std::int64_t{1}}}});
+  }
+  Executor ex(g);
+  ThreadPool pool(PoolOptions{2, "test-inter", 0, Affinity::kNone});
+  StepStatsCollector stats;
+  RunRequest req;
+  req.inter_pool = &pool;
+  req.observer = &stats;
+  req.fetches = {{prev, 0}};
+  ex.run(req);
+  std::vector<NodeExecStats> s = stats.take();
+  OPWEAVE_CHECK_EQ(s.size(), std::size_t{6});
+  for (const NodeExecStats& n : s) OPWEAVE_CHECK_EQ(n.thread_id, s[0].thread_id);
+  OPWEAVE_CHECK(s[0].thread_id != current_thread_id());  // the caller only waits
+}
+
+OPWEAVE_TEST(measured_cheap_nodes_drop_below_the_inline_threshold) {
+  Fixture f;
+  Executor ex(f.g);
+  ThreadPool pool(PoolOptions{1, "test-inter", 0, Affinity::kNone});
+  RunRequest req;
+  req.inter_pool = &pool;
+  req.fetches = {{f.d, 0}};
+  auto compiled = ex.compiled({}, req.fetches, {});
+  const int c_index = 2;  // a, b, c, d in graph order
+  OPWEAVE_CHECK_EQ(compiled->node(c_index).def->name, std::string("c"));
+  OPWEAVE_CHECK(compiled->node(c_index).cost_ns.load() >= kInlineThresholdNs);  // starts expensive
+  for (int i = 0; i < 100; ++i) ex.run(req);
+  OPWEAVE_CHECK(compiled->node(c_index).cost_ns.load() < kInlineThresholdNs);
+  OPWEAVE_CHECK(compiled->node(0).hint == CostHint::kCheap);  // Const is always inline
+}
+
+OPWEAVE_TEST(a_run_started_inside_a_node_runs_in_that_thread_without_deadlock) {
+  auto g = std::make_shared<Graph>();
+  register_test_kernels();
+  int leaf = add(*g, "leaf", "TSleep", {}, {{"ms", AttrValue{std::int64_t{1}}}});
+  auto ex = std::make_shared<Executor>(g);
+  ThreadPool pool(PoolOptions{1, "test-inter", 0, Affinity::kNone});
+  register_kernel("TNested", {[&](const NodeDef&) -> Kernel {
+                                return [&, leaf](KernelContext& ctx) {
+                                  OPWEAVE_CHECK(Executor::in_node());
+                                  RunRequest inner;
+                                  inner.inter_pool = &pool;  // its only worker is running us
+                                  inner.fetches = {{leaf, 0}};
+                                  ctx.outputs[0] = ex->run(inner)[0];
+                                };
+                              },
+                              CostHint::kExpensive});
+  int outer = add(*g, "outer", "TNested", {});
+  RunRequest req;
+  req.inter_pool = &pool;
+  req.fetches = {{outer, 0}};
+  OPWEAVE_CHECK_EQ(value(ex->run(req)[0]), 0);
+  OPWEAVE_CHECK(!Executor::in_node());
+}
+
+OPWEAVE_TEST_MAIN()

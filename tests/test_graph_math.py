@@ -1,0 +1,123 @@
+"""Graph math ops run through the executor give NumPy's answers; run-time failures name the node."""
+
+from __future__ import annotations
+
+import numpy as np
+import opweave as ow
+import pytest
+
+RNG = np.random.default_rng(7)
+
+
+def run(fetches: object, feed_dict: dict[object, object] | None = None) -> object:
+    with ow.Session(graph=ow.get_default_graph()) as sess:
+        return sess.run(fetches, feed_dict=feed_dict)
+
+
+def test_elementwise_ops_broadcast_like_numpy() -> None:
+    a = RNG.standard_normal((3, 4)).astype(np.float32)
+    b = RNG.standard_normal((4,)).astype(np.float32) + 3.0
+    with ow.Graph().as_default():
+        x = ow.placeholder(ow.float32, shape=(None, 4))
+        y = ow.constant(b)
+        fetches = {
+            "add": x + y,
+            "sub": x - y,
+            "mul": x * y,
+            "div": x / y,
+            "max": ow.maximum(x, y),
+            "neg": -x,
+            "relu": ow.relu(x),
+            "exp": ow.exp(x),
+            "tanh": ow.tanh(x),
+            "sigmoid": ow.sigmoid(x),
+            "radd": 1.0 + x,
+        }
+        got = run(fetches, {x: a})
+    expected = {
+        "add": a + b,
+        "sub": a - b,
+        "mul": a * b,
+        "div": a / b,
+        "max": np.maximum(a, b),
+        "neg": -a,
+        "relu": np.maximum(a, 0),
+        "exp": np.exp(a),
+        "tanh": np.tanh(a),
+        "sigmoid": 1 / (1 + np.exp(-a)),
+        "radd": 1.0 + a,
+    }
+    assert isinstance(got, dict)
+    for k, v in expected.items():
+        np.testing.assert_allclose(got[k], v, rtol=1e-5, atol=1e-6, err_msg=k)
+
+
+def test_matmul_reductions_and_shape_ops_match_numpy() -> None:
+    a = RNG.standard_normal((5, 3))
+    b = RNG.standard_normal((4, 3))
+    with ow.Graph().as_default():
+        ta, tb = ow.constant(a), ow.constant(b)
+        prod = ow.matmul(ta, tb, transpose_b=True)
+        fetches = [
+            prod,
+            ta @ ow.transpose(tb),
+            ow.reduce_sum(prod, axis=1),
+            ow.reduce_mean(prod, axis=0, keepdims=True),
+            ow.reduce_max(prod),
+            ow.reduce_min(prod, axis=[0, 1]),
+            ow.add_n([ta, ta, ta]),
+            ow.reshape(ta, [3, -1]),
+            ow.cast(ta, ow.int32),
+        ]
+        got = run(fetches)
+    p = a @ b.T
+    expected = [
+        p,
+        p,
+        p.sum(axis=1),
+        p.mean(axis=0, keepdims=True),
+        p.max(),
+        p.min(),
+        3 * a,
+        a.reshape(3, -1),
+        a.astype(np.int32),
+    ]
+    assert isinstance(got, list)
+    for g_, e in zip(got, expected, strict=True):
+        np.testing.assert_allclose(g_, e, rtol=1e-10, atol=1e-12)
+
+
+def test_run_time_shape_error_names_the_node_and_op() -> None:
+    with ow.Graph().as_default():
+        x = ow.placeholder(ow.float32, shape=(None, None), name="x")
+        w = ow.constant(np.ones((3, 2), np.float32), name="w")
+        y = ow.matmul(x, w, name="project")
+        with pytest.raises(ow.errors.InvalidArgumentError) as info:
+            run(y, {x: np.ones((2, 4), np.float32)})
+        assert info.value.node_name == "project"
+        assert info.value.op_type == "MatMul"
+        assert "project" in str(info.value)
+        np.testing.assert_allclose(run(y, {x: np.ones((2, 3), np.float32)}), np.full((2, 2), 3.0))
+
+
+def test_integer_division_by_zero_is_invalid_argument() -> None:
+    with ow.Graph().as_default():
+        a = ow.constant([4, 5], name="a")
+        z = ow.placeholder(ow.int32, shape=(2,), name="z")
+        q = ow.div(a, z, name="q")
+        with pytest.raises(ow.errors.InvalidArgumentError, match="division by zero") as info:
+            run(q, {z: [1, 0]})
+        assert info.value.node_name == "q"
+        assert list(run(q, {z: [2, 2]})) == [2, 2]  # type: ignore[call-overload]
+
+
+def test_repeated_runs_reuse_one_compiled_signature() -> None:
+    with ow.Graph().as_default() as g:
+        x = ow.placeholder(ow.float64, shape=(2,))
+        y = ow.reduce_sum(x * 2.0)
+    with ow.Session(graph=g) as sess:
+        for i in range(5):
+            assert sess.run(y, feed_dict={x: [i, i]}) == 4 * i
+        assert sess._executor.num_compiled() == 1
+        sess.run([y, x], feed_dict={x: [1.0, 1.0]})
+        assert sess._executor.num_compiled() == 2
