@@ -113,3 +113,11 @@ def test_a_negative_count_is_a_value_error(func: str) -> None:
 def test_a_non_int_count_is_a_type_error(func: str, value: object) -> None:
     with pytest.raises(TypeError, match=f"{func} expects an int, but got {type(value).__name__}"):
         getattr(tfthreading, func)(value)
+
+
+def test_opweave_config_holds_both_the_tf1_protos_and_tf2_threading() -> None:
+    import importlib
+
+    module = importlib.import_module("opweave.config.threading")
+    assert module is opweave.config.threading
+    assert opweave.config.ConfigProto is opweave.ConfigProto
