@@ -1,5 +1,7 @@
 #include "opweave/pool_registry.h"
 
+#include <pthread.h>
+
 #include <mutex>
 #include <utility>
 
@@ -11,37 +13,56 @@ struct Entry {
   PoolDescription description;
 };
 
-std::mutex g_mutex;            // guards g_entries
-std::vector<Entry> g_entries;  // in registration order; expired entries are pruned on access
+struct Registry {
+  std::mutex mutex;            // guards entries
+  std::vector<Entry> entries;  // in registration order; expired entries are pruned on access
+};
 
-void prune_locked() {
+Registry*& registry_slot() {
+  static Registry* slot = new Registry;  // leaked: pools may register during static teardown
+  return slot;
+}
+
+Registry& registry() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    // A forked child starts with an empty list: the parent's pools have no threads there (they
+    // are leaked, see ~ThreadPool), and the mutex may be held by a parent thread.
+    pthread_atfork(nullptr, nullptr, [] { registry_slot() = new Registry; });
+  });
+  return *registry_slot();
+}
+
+void prune_locked(Registry& r) {
   std::vector<Entry> live;
-  for (Entry& e : g_entries) {
+  for (Entry& e : r.entries) {
     if (!e.pool.expired()) live.push_back(std::move(e));
   }
-  g_entries.swap(live);
+  r.entries.swap(live);
 }
 
 }  // namespace
 
 void register_pool(const std::shared_ptr<ThreadPool>& pool, std::string kind, std::string label,
                    std::string source) {
-  std::lock_guard<std::mutex> lock(g_mutex);
-  prune_locked();
-  for (Entry& e : g_entries) {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  prune_locked(r);
+  for (Entry& e : r.entries) {
     if (e.pool.lock() == pool) {
       e.description = {std::move(kind), std::move(label), 0, std::move(source)};
       return;
     }
   }
-  g_entries.push_back({pool, {std::move(kind), std::move(label), 0, std::move(source)}});
+  r.entries.push_back({pool, {std::move(kind), std::move(label), 0, std::move(source)}});
 }
 
 std::vector<PoolDescription> describe_pools() {
   std::vector<PoolDescription> out;
-  std::lock_guard<std::mutex> lock(g_mutex);
-  prune_locked();
-  for (const Entry& e : g_entries) {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  prune_locked(r);
+  for (const Entry& e : r.entries) {
     if (std::shared_ptr<ThreadPool> pool = e.pool.lock()) {
       PoolDescription d = e.description;
       d.workers = pool->num_workers();

@@ -21,6 +21,21 @@
 namespace opweave {
 namespace {
 
+// (issue 7) Bumped in every forked child: a pool whose generation differs was created by a parent
+// process, and its worker threads do not exist here.
+std::atomic<std::uint64_t> g_fork_generation{0};
+
+std::uint64_t current_fork_generation() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    pthread_atfork(nullptr, nullptr, [] {
+      // relaxed: the child is single-threaded while the handler runs.
+      g_fork_generation.fetch_add(1, std::memory_order_relaxed);
+    });
+  });
+  return g_fork_generation.load(std::memory_order_relaxed);
+}
+
 constexpr std::size_t kDequeCapacity = 1024;
 constexpr int kMaxInjectionQueues = 4;
 
@@ -90,6 +105,7 @@ struct ThreadPool::Impl {
   };
 
   PoolOptions options;
+  std::uint64_t fork_generation = current_fork_generation();  // (issue 7) see ~ThreadPool
   std::vector<std::unique_ptr<Worker>> workers;  // fixed between start() and join_all()
   std::vector<InjectionQueue> injection{static_cast<std::size_t>(kMaxInjectionQueues)};
   int num_injection = 1;
@@ -354,6 +370,12 @@ ThreadPool::ThreadPool(PoolOptions options) : impl_(std::make_unique<Impl>()) {
 }
 
 ThreadPool::~ThreadPool() {
+  if (impl_->fork_generation != current_fork_generation()) {
+    // (issue 7) Destroyed in a forked child: the workers exist only in the parent, and joining
+    // them would wait forever. Leak the state (its threads, queues and any locks they held).
+    (void)impl_.release();
+    return;
+  }
   try {
     impl_->shutdown(true);
   } catch (...) {

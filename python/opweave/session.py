@@ -13,6 +13,8 @@ array([2., 4.], dtype=float32)
 from __future__ import annotations
 
 import contextlib
+import functools
+import os
 import sys
 import threading
 import warnings
@@ -187,6 +189,9 @@ class Session:
         n_cpu = max(1, config.device_count.get("CPU", 1))
         self._devices = [f"/device:CPU:{i}" for i in range(n_cpu)]
         self._pools: list[_core.InterPool] = []
+        # issue 7: how to re-create each pool in a forked child, whose copies have no threads.
+        self._pool_factories: list[Callable[[], _core.InterPool]] = []
+        self._pid = os.getpid()
         self._exit_stack: contextlib.ExitStack | None = None
         self._setup_pools()
 
@@ -228,17 +233,21 @@ class Session:
             if cfg.session_inter_op_thread_pool:
                 for i, p in enumerate(cfg.session_inter_op_thread_pool):
                     if p.global_name:
-                        self._pools.append(_core.named_inter_pool(p.global_name, p.num_threads))
+                        self._add_pool(
+                            functools.partial(_core.named_inter_pool, p.global_name, p.num_threads)
+                        )
                     else:
-                        self._pools.append(
-                            _core.new_inter_pool(p.num_threads, f"session inter-op {i}")
+                        self._add_pool(
+                            functools.partial(
+                                _core.new_inter_pool, p.num_threads, f"session inter-op {i}"
+                            )
                         )
             elif inter < 0:
                 pass  # every op runs in the caller's thread
             elif cfg.use_per_session_threads:
-                self._pools.append(_core.new_inter_pool(inter, "session inter-op"))
+                self._add_pool(functools.partial(_core.new_inter_pool, inter, "session inter-op"))
             else:
-                self._pools.append(_core.global_inter_pool())
+                self._add_pool(_core.global_inter_pool)
                 if inter and eff_inter != inter:
                     warnings.warn(
                         f"ConfigProto(inter_op_parallelism_threads={inter}) does not take effect: "
@@ -320,7 +329,21 @@ class Session:
             feeds.append((t.op._id, t.value_index, arr))
         return feeds
 
+    def _add_pool(self, factory: Callable[[], _core.InterPool]) -> None:
+        self._pools.append(factory())
+        self._pool_factories.append(factory)
+
+    def _rebuild_pools_after_fork(self) -> None:
+        # issue 7: in a forked child the session's pools have no threads (the C++ side leaks
+        # them instead of joining). Named pools were forgotten by the child's atfork handler, the
+        # global pools are rebuilt lazily by runtime.h: calling the factories again gives live
+        # pools of the same sizes. Racing threads may both rebuild; the loser's pools just go.
+        self._pools = [factory() for factory in self._pool_factories]
+        self._pid = os.getpid()
+
     def _pool_for(self, options: RunOptions | None) -> _core.InterPool | None:
+        if self._pid != os.getpid():
+            self._rebuild_pools_after_fork()
         index = options.inter_op_thread_pool if options is not None else 0
         if index == -1:
             return None

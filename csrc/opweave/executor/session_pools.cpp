@@ -1,5 +1,7 @@
 #include "opweave/executor/session_pools.h"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <map>
 #include <mutex>
@@ -18,9 +20,20 @@ struct NamedPools {
   std::map<std::string, std::shared_ptr<ThreadPool>> pools;
 };
 
-NamedPools& named_pools() {
+NamedPools*& named_pools_slot() {
   static NamedPools* s = new NamedPools;  // leaked: pools may be used during static teardown
-  return *s;
+  return s;
+}
+
+NamedPools& named_pools() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    // (issue 7) A forked child starts with no named pools: the parent's have no threads here
+    // (and their mutex may be held by a parent thread). They are leaked, never joined; a
+    // Session re-creates the ones it uses, with the same sizes, on its next run.
+    pthread_atfork(nullptr, nullptr, [] { named_pools_slot() = new NamedPools; });
+  });
+  return *named_pools_slot();
 }
 
 PoolOptions inter_options(int workers, const std::string& name) {
