@@ -148,7 +148,8 @@ void copy_strided(const Tensor& src, char* dst) {
   const char* base = static_cast<const char*>(src.raw_data());
   for (std::int64_t r = 0; r < rows; ++r) {
     std::int64_t offset = 0;
-    for (int d = 0; d < nd - 1; ++d) offset += index[static_cast<std::size_t>(d)] * src.strides()[static_cast<std::size_t>(d)];
+    for (int d = 0; d < nd - 1; ++d)
+      offset += index[static_cast<std::size_t>(d)] * src.strides()[static_cast<std::size_t>(d)];
     const char* row = base + offset * static_cast<std::int64_t>(item);
     if (inner_stride == 1) {
       std::memcpy(dst, row, static_cast<std::size_t>(inner) * item);

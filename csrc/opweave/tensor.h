@@ -73,7 +73,9 @@ class Tensor {
   int ndim() const noexcept { return static_cast<int>(shape_.size()); }
   std::int64_t dim(int i) const { return shape_.at(static_cast<std::size_t>(i)); }
   std::int64_t numel() const noexcept { return numel_; }
-  std::size_t nbytes() const noexcept { return static_cast<std::size_t>(numel_) * dtype_size(dtype_); }
+  std::size_t nbytes() const noexcept {
+    return static_cast<std::size_t>(numel_) * dtype_size(dtype_);
+  }
   bool is_contiguous() const noexcept;
 
   void* raw_data() const noexcept { return data_; }

@@ -11,37 +11,35 @@ failed::
 
 from __future__ import annotations
 
-from typing import Optional
-
 __all__ = [
-    "OK",
-    "CANCELLED",
-    "UNKNOWN",
-    "INVALID_ARGUMENT",
-    "DEADLINE_EXCEEDED",
-    "NOT_FOUND",
-    "ALREADY_EXISTS",
-    "RESOURCE_EXHAUSTED",
-    "FAILED_PRECONDITION",
     "ABORTED",
-    "OUT_OF_RANGE",
-    "UNIMPLEMENTED",
+    "ALREADY_EXISTS",
+    "CANCELLED",
+    "DEADLINE_EXCEEDED",
+    "FAILED_PRECONDITION",
     "INTERNAL",
+    "INVALID_ARGUMENT",
+    "NOT_FOUND",
+    "OK",
+    "OUT_OF_RANGE",
+    "RESOURCE_EXHAUSTED",
     "UNAVAILABLE",
-    "OpError",
-    "CancelledError",
-    "UnknownError",
-    "InvalidArgumentError",
-    "DeadlineExceededError",
-    "NotFoundError",
-    "AlreadyExistsError",
-    "ResourceExhaustedError",
-    "FailedPreconditionError",
+    "UNIMPLEMENTED",
+    "UNKNOWN",
     "AbortedError",
-    "OutOfRangeError",
-    "UnimplementedError",
+    "AlreadyExistsError",
+    "CancelledError",
+    "DeadlineExceededError",
+    "FailedPreconditionError",
     "InternalError",
+    "InvalidArgumentError",
+    "NotFoundError",
+    "OpError",
+    "OutOfRangeError",
+    "ResourceExhaustedError",
     "UnavailableError",
+    "UnimplementedError",
+    "UnknownError",
     "error_from_code",
 ]
 
@@ -80,10 +78,10 @@ class OpError(Exception):
 
     def __init__(
         self,
-        node_name: Optional[str] = None,
-        op_type: Optional[str] = None,
+        node_name: str | None = None,
+        op_type: str | None = None,
         message: str = "",
-        error_code: Optional[int] = None,
+        error_code: int | None = None,
     ) -> None:
         self.node_name = node_name
         self.op_type = op_type
@@ -197,7 +195,7 @@ _BY_CODE: dict[int, type[OpError]] = {
 
 
 def error_from_code(
-    code: int, message: str, node_name: Optional[str] = None, op_type: Optional[str] = None
+    code: int, message: str, node_name: str | None = None, op_type: str | None = None
 ) -> OpError:
     """Return the :class:`OpError` subclass instance for a canonical error ``code``.
 

@@ -1,5 +1,4 @@
 #include "opweave/tensor.h"
-
 #include "testing.h"
 
 using namespace opweave;

@@ -70,13 +70,13 @@ inline int run_all(int argc = 0, char** argv = nullptr) {
 
 #define OPWEAVE_TEST_CONCAT_(a, b) a##b
 #define OPWEAVE_TEST_CONCAT(a, b) OPWEAVE_TEST_CONCAT_(a, b)
-#define OPWEAVE_TEST(name)                                                                  \
-  static void name();                                                                       \
+#define OPWEAVE_TEST(name)                                                                 \
+  static void name();                                                                      \
   static ::opweave::testing::Registrar OPWEAVE_TEST_CONCAT(registrar_, name)(#name, name); \
   static void name()
 
-#define OPWEAVE_CHECK(cond)                                                 \
-  do {                                                                      \
+#define OPWEAVE_CHECK(cond)                                                     \
+  do {                                                                          \
     if (!(cond)) ::opweave::testing::report_failure(__FILE__, __LINE__, #cond); \
   } while (0)
 
@@ -91,15 +91,16 @@ inline int run_all(int argc = 0, char** argv = nullptr) {
     }                                                                                 \
   } while (0)
 
-#define OPWEAVE_CHECK_THROWS(stmt)                                                     \
-  do {                                                                                 \
-    bool opweave_threw_ = false;                                                       \
-    try {                                                                              \
-      stmt;                                                                            \
-    } catch (...) {                                                                    \
-      opweave_threw_ = true;                                                           \
-    }                                                                                  \
-    if (!opweave_threw_) ::opweave::testing::report_failure(__FILE__, __LINE__, "no throw: " #stmt); \
+#define OPWEAVE_CHECK_THROWS(stmt)                                                \
+  do {                                                                            \
+    bool opweave_threw_ = false;                                                  \
+    try {                                                                         \
+      stmt;                                                                       \
+    } catch (...) {                                                               \
+      opweave_threw_ = true;                                                      \
+    }                                                                             \
+    if (!opweave_threw_)                                                          \
+      ::opweave::testing::report_failure(__FILE__, __LINE__, "no throw: " #stmt); \
   } while (0)
 
 #define OPWEAVE_TEST_MAIN() \
