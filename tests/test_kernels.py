@@ -7,11 +7,10 @@ import threading
 from typing import Any
 
 import numpy as np
+import opweave
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-import opweave
 from opweave import _opweave_core, kernels
 
 RNG = np.random.default_rng(1234)
@@ -40,8 +39,9 @@ SIZES = [1, 2, 5, 6, 7, 13, 17, 31, 33, 71, 73, 143, 145, 255, 257]
 
 
 @pytest.mark.parametrize("dtype", FLOATS)
-@pytest.mark.parametrize(("m", "n", "k"), [(s, SIZES[-1 - i], SIZES[(i * 5) % len(SIZES)])
-                                          for i, s in enumerate(SIZES)])
+@pytest.mark.parametrize(
+    ("m", "n", "k"), [(s, SIZES[-1 - i], SIZES[(i * 5) % len(SIZES)]) for i, s in enumerate(SIZES)]
+)
 def test_matmul_matches_numpy_on_edge_sizes(dtype: Any, m: int, n: int, k: int) -> None:
     a, b = _random((m, k), dtype), _random((k, n), dtype)
     np.testing.assert_allclose(kernels.matmul(a, b), a @ b, **_tol(dtype, k))
@@ -69,8 +69,16 @@ def test_matmul_reads_views_with_negative_and_odd_strides() -> None:
 
 @pytest.mark.parametrize(
     ("sa", "sb"),
-    [((4,), (4,)), ((3, 4), (4,)), ((4,), (4, 5)), ((2, 3, 4), (4, 5)), ((2, 1, 3, 4), (5, 4, 2)),
-     ((7, 1, 4), (1, 4, 9)), ((0, 3, 4), (4, 2)), ((3, 0), (0, 2))],
+    [
+        ((4,), (4,)),
+        ((3, 4), (4,)),
+        ((4,), (4, 5)),
+        ((2, 3, 4), (4, 5)),
+        ((2, 1, 3, 4), (5, 4, 2)),
+        ((7, 1, 4), (1, 4, 9)),
+        ((0, 3, 4), (4, 2)),
+        ((3, 0), (0, 2)),
+    ],
 )
 def test_batched_matmul_broadcasts_like_numpy(sa: tuple[int, ...], sb: tuple[int, ...]) -> None:
     a, b = _random(sa, np.float32), _random(sb, np.float32)
@@ -89,8 +97,11 @@ def test_matmul_out_is_written_and_returned() -> None:
 
 @settings(max_examples=40, deadline=None)
 @given(
-    m=st.integers(1, 80), n=st.integers(1, 80), k=st.integers(1, 300),
-    dtype=st.sampled_from(FLOATS), fortran=st.booleans(),
+    m=st.integers(1, 80),
+    n=st.integers(1, 80),
+    k=st.integers(1, 300),
+    dtype=st.sampled_from(FLOATS),
+    fortran=st.booleans(),
 )
 def test_matmul_random_shapes(m: int, n: int, k: int, dtype: Any, fortran: bool) -> None:
     rng = np.random.default_rng(m * 10007 + n * 101 + k)
@@ -103,7 +114,7 @@ def test_matmul_rejects_mismatched_shapes_and_dtypes() -> None:
     a32, b32 = np.ones((3, 4), np.float32), np.ones((5, 6), np.float32)
     with pytest.raises(ValueError, match=r"\(3, 4\).*\(5, 6\)"):
         kernels.matmul(a32, b32)
-    with pytest.raises(TypeError, match="float32.*float64"):
+    with pytest.raises(TypeError, match=r"float32.*float64"):
         kernels.matmul(a32, np.ones((4, 2)))
     with pytest.raises(TypeError, match="int32"):
         kernels.matmul(np.ones((2, 2), np.int32), np.ones((2, 2), np.int32))
@@ -127,8 +138,8 @@ def test_matmul_rejects_unsuitable_out() -> None:
         kernels.matmul(a, b, out=np.empty((4, 4), np.float32))
     with pytest.raises(TypeError, match="ndarray"):
         kernels.matmul(a, b, out=[[0.0] * 4] * 4)  # type: ignore[arg-type]
+    sq = np.ones((6, 6))
     with pytest.raises(ValueError, match="overlap"):
-        sq = np.ones((6, 6))
         kernels.matmul(sq, sq, out=sq)
 
 
@@ -152,9 +163,7 @@ def _numpy_reduce(op: str, x: Any, axis: Any, keepdims: bool) -> Any:
 
 @pytest.mark.parametrize("op", list(REDUCE))
 @pytest.mark.parametrize("dtype", ALL_DTYPES)
-@pytest.mark.parametrize(
-    "axis", [None, 0, 1, 2, -1, (0, 2), (1, 2), (0, 1), (0, 1, 2), ()]
-)
+@pytest.mark.parametrize("axis", [None, 0, 1, 2, -1, (0, 2), (1, 2), (0, 1), (0, 1, 2), ()])
 @pytest.mark.parametrize("layout", ["C", "F", "view"])
 def test_reductions_match_numpy(op: str, dtype: Any, axis: Any, layout: str) -> None:
     base = _random((7, 66, 129), dtype)
@@ -169,7 +178,9 @@ def test_reductions_match_numpy(op: str, dtype: Any, axis: Any, layout: str) -> 
         elif op != "sum" or dtype == np.int64:
             np.testing.assert_array_equal(got, expected)
         else:  # int32 sums wrap like int32 arithmetic
-            np.testing.assert_array_equal(got, np.sum(x, axis=axis, keepdims=keepdims, dtype=np.int32))
+            np.testing.assert_array_equal(
+                got, np.sum(x, axis=axis, keepdims=keepdims, dtype=np.int32)
+            )
 
 
 @settings(max_examples=40, deadline=None)
@@ -261,8 +272,8 @@ BINARY = {
 @pytest.mark.parametrize("op", list(BINARY))
 @pytest.mark.parametrize("dtype", ALL_DTYPES)
 @pytest.mark.parametrize(
-    ("sa", "sb"), [((1000,), (1000,)), ((50, 1), (1, 70)), ((3, 1, 5), (4, 5)), ((), (6,)),
-                   ((200, 300), (300,))],
+    ("sa", "sb"),
+    [((1000,), (1000,)), ((50, 1), (1, 70)), ((3, 1, 5), (4, 5)), ((), (6,)), ((200, 300), (300,))],
 )
 def test_binary_ops_match_numpy(op: str, dtype: Any, sa: Any, sb: Any) -> None:
     a, b = _random(sa, dtype), _random(sb, dtype)
@@ -294,7 +305,7 @@ def test_maximum_propagates_nan_and_scalars_take_the_array_dtype() -> None:
 
 
 def test_binary_errors() -> None:
-    with pytest.raises(TypeError, match="float32.*float64"):
+    with pytest.raises(TypeError, match=r"float32.*float64"):
         kernels.add(np.ones(3, np.float32), np.ones(3))
     with pytest.raises(ValueError, match=r"\(3,\).*\(4,\)"):
         kernels.add(np.ones(3), np.ones(4))
@@ -309,7 +320,10 @@ UNARY = {
     "relu": (kernels.relu, lambda x: np.where(x < 0, 0, x).astype(x.dtype)),
     "exp": (kernels.exp, np.exp),
     "tanh": (kernels.tanh, np.tanh),
-    "sigmoid": (kernels.sigmoid, lambda x: (1 / (1 + np.exp(-x.astype(np.float64)))).astype(x.dtype)),
+    "sigmoid": (
+        kernels.sigmoid,
+        lambda x: (1 / (1 + np.exp(-x.astype(np.float64)))).astype(x.dtype),
+    ),
 }
 
 
@@ -323,7 +337,9 @@ def test_unary_ops_match_numpy(op: str, dtype: Any) -> None:
         return
     if op == "exp":
         x = x / 4
-    np.testing.assert_allclose(UNARY[op][0](x), UNARY[op][1](x), **_tol(dtype if dtype in FLOATS else np.float64))
+    np.testing.assert_allclose(
+        UNARY[op][0](x), UNARY[op][1](x), **_tol(dtype if dtype in FLOATS else np.float64)
+    )
 
 
 def test_sigmoid_does_not_overflow() -> None:
@@ -359,7 +375,7 @@ def test_results_are_bit_identical_for_1_2_3_and_8_threads(dtype: Any) -> None:
     ref_mean = kernels.reduce_mean(x.T, axis=0, _num_threads=1)
     for threads in (2, 3, 8):
         assert kernels.matmul(a, b, _num_threads=threads).tobytes() == ref_mm.tobytes()
-        for ax, ref in zip((None, 0, 1), ref_sum):
+        for ax, ref in zip((None, 0, 1), ref_sum, strict=True):
             got = kernels.reduce_sum(x, axis=ax, _num_threads=threads)
             assert got.tobytes() == ref.tobytes()
         got_mean = kernels.reduce_mean(x.T, axis=0, _num_threads=threads)

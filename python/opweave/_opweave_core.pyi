@@ -1,27 +1,28 @@
 # Type stubs for the private extension module. Keep in step with csrc/bindings/.
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
 __version__: str
 
 class CoreError(RuntimeError):
     """args = (code: int, message: str)"""
 
 # --- kernels (csrc/bindings/kernel_bindings.cpp) ---
-from collections.abc import Sequence
-from typing import Any, Optional
-
-import numpy as np
 
 def matmul(
     a: np.ndarray[Any, Any],
     b: np.ndarray[Any, Any],
     transpose_a: bool = ...,
     transpose_b: bool = ...,
-    out: Optional[np.ndarray[Any, Any]] = ...,
+    out: np.ndarray[Any, Any] | None = ...,
     num_threads: int = ...,
 ) -> np.ndarray[Any, Any]: ...
 def reduce(
     op: str,
     x: np.ndarray[Any, Any],
-    axes: Optional[Sequence[int]] = ...,
+    axes: Sequence[int] | None = ...,
     keepdims: bool = ...,
     num_threads: int = ...,
 ) -> np.ndarray[Any, Any]: ...

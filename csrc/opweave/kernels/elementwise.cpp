@@ -125,8 +125,7 @@ struct BinaryFn {
 // The three inner-loop shapes worth specialising: both inputs contiguous, one a broadcast scalar.
 // Written as plain indexed loops so the compiler vectorises them.
 template <BinaryOp Op, typename T>
-void binary_run(const T* a, std::int64_t sa, const T* b, std::int64_t sb, T* out,
-                std::int64_t n) {
+void binary_run(const T* a, std::int64_t sa, const T* b, std::int64_t sb, T* out, std::int64_t n) {
   using F = BinaryFn<Op, T>;
   if (sa == 1 && sb == 1) {
     for (std::int64_t i = 0; i < n; ++i) out[i] = F::apply(a[i], b[i]);
@@ -260,9 +259,8 @@ Tensor unary(UnaryOp op, const Tensor& x, ThreadPool* pool) {
   const char* name = unary_name(op);
   const bool needs_float = op == UnaryOp::kExp || op == UnaryOp::kTanh || op == UnaryOp::kSigmoid;
   if ((needs_float && !dtype_is_floating(x.dtype())) || x.dtype() == DType::kBool) {
-    throw_invalid_argument(std::string(name) + " does not support dtype " +
-                           dtype_name(x.dtype()) + " (input shape " + shape_to_string(x.shape()) +
-                           ")");
+    throw_invalid_argument(std::string(name) + " does not support dtype " + dtype_name(x.dtype()) +
+                           " (input shape " + shape_to_string(x.shape()) + ")");
   }
   Tensor out = Tensor::empty(x.dtype(), x.shape());
   if (out.numel() == 0) return out;
@@ -274,8 +272,8 @@ Tensor unary(UnaryOp op, const Tensor& x, ThreadPool* pool) {
       case UnaryOp::kNeg:
         return unary_loop<T>(x, out, pool, [](T v) { return apply_unary(UnaryOp::kNeg, v); }, cost);
       case UnaryOp::kRelu:
-        return unary_loop<T>(x, out, pool, [](T v) { return apply_unary(UnaryOp::kRelu, v); },
-                             cost);
+        return unary_loop<T>(
+            x, out, pool, [](T v) { return apply_unary(UnaryOp::kRelu, v); }, cost);
       default:
         return unary_loop<T>(x, out, pool, [op](T v) { return apply_unary(op, v); }, cost);
     }
@@ -314,7 +312,8 @@ Tensor add_n(const std::vector<Tensor>& inputs, ThreadPool* pool) {
         for (std::int64_t i = b; i < e; ++i) po[i] = p0[i];
         for (std::size_t k = 1; k < dense.size(); ++k) {
           const T* pk = dense[k].data<T>();
-          for (std::int64_t i = b; i < e; ++i) po[i] = BinaryFn<BinaryOp::kAdd, T>::apply(po[i], pk[i]);
+          for (std::int64_t i = b; i < e; ++i)
+            po[i] = BinaryFn<BinaryOp::kAdd, T>::apply(po[i], pk[i]);
         }
       };
       if (n < kElementwiseParallelThreshold) {

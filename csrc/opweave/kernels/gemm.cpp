@@ -73,7 +73,8 @@ void pack_a(const StridedMatrix<T>& a, std::int64_t m, std::int64_t i0, std::int
     const T* src = a.data + (i0 + ir) * a.rs + p0 * a.cs;
     if (a.rs == 1 && rows == mr) {
       // Column-major A (e.g. a transposed C-order matrix): each k step is MR contiguous values.
-      for (std::int64_t p = 0; p < kc; ++p) std::memcpy(dst + p * mr, src + p * a.cs, sizeof(T) * mr);
+      for (std::int64_t p = 0; p < kc; ++p)
+        std::memcpy(dst + p * mr, src + p * a.cs, sizeof(T) * mr);
     } else {
       for (std::int64_t i = 0; i < rows; ++i) {
         const T* row = src + i * a.rs;
@@ -101,7 +102,8 @@ void pack_b(const StridedMatrix<T>& b, std::int64_t n, std::int64_t j0, std::int
     T* dst = bpack + jr * kc;
     const T* src = b.data + p0 * b.rs + (j0 + jr) * b.cs;
     if (b.cs == 1 && cols == nr) {
-      for (std::int64_t p = 0; p < kc; ++p) std::memcpy(dst + p * nr, src + p * b.rs, sizeof(T) * nr);
+      for (std::int64_t p = 0; p < kc; ++p)
+        std::memcpy(dst + p * nr, src + p * b.rs, sizeof(T) * nr);
     } else {
       for (std::int64_t j = 0; j < cols; ++j) {
         const T* col = src + j * b.cs;
@@ -140,7 +142,8 @@ void small_gemm(std::int64_t m, std::int64_t n, std::int64_t k, const StridedMat
               }
             }
             for (; p < k; ++p) acc[p & 7] += ar[p * a.cs] * b.data[p * b.rs];
-            c[i * ldc] = ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]));
+            c[i * ldc] =
+                ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]));
           }
         },
         cost_per_row);
@@ -153,7 +156,8 @@ void small_gemm(std::int64_t m, std::int64_t n, std::int64_t k, const StridedMat
   if (b.cs != 1) {
     bcopy.resize(static_cast<std::size_t>(k * n));
     for (std::int64_t p = 0; p < k; ++p) {
-      for (std::int64_t j = 0; j < n; ++j) bcopy[static_cast<std::size_t>(p * n + j)] = b.data[p * b.rs + j * b.cs];
+      for (std::int64_t j = 0; j < n; ++j)
+        bcopy[static_cast<std::size_t>(p * n + j)] = b.data[p * b.rs + j * b.cs];
     }
     bd = bcopy.data();
     brs = n;
@@ -287,10 +291,11 @@ template void packed_gemm<float>(const MicroKernel<float>&, std::int64_t, std::i
                                  const StridedMatrix<float>&, float*, std::int64_t, ThreadPool*);
 template void packed_gemm<double>(const MicroKernel<double>&, std::int64_t, std::int64_t,
                                   std::int64_t, const StridedMatrix<double>&,
-                                  const StridedMatrix<double>&, double*, std::int64_t,
-                                  ThreadPool*);
+                                  const StridedMatrix<double>&, double*, std::int64_t, ThreadPool*);
 
-const char* gemm_isa(bool float64) { return float64 ? best_kernel_f64().isa : best_kernel_f32().isa; }
+const char* gemm_isa(bool float64) {
+  return float64 ? best_kernel_f64().isa : best_kernel_f32().isa;
+}
 
 bool gemm_is_small(std::int64_t m, std::int64_t n, std::int64_t k) {
   // Below ~32^3 multiply-adds packing costs as much as it saves; very skinny products (one or two

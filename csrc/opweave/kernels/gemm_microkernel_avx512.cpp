@@ -57,8 +57,8 @@ void kernel_f32_6x32(std::int64_t kc, const float* a, const float* b, float* c, 
   store(c + 5 * ldc, c50, c51);
 }
 
-void kernel_f64_6x16(std::int64_t kc, const double* a, const double* b, double* c,
-                     std::int64_t ldc, bool accumulate) {
+void kernel_f64_6x16(std::int64_t kc, const double* a, const double* b, double* c, std::int64_t ldc,
+                     bool accumulate) {
   __m512d c00 = _mm512_setzero_pd(), c01 = _mm512_setzero_pd();
   __m512d c10 = _mm512_setzero_pd(), c11 = _mm512_setzero_pd();
   __m512d c20 = _mm512_setzero_pd(), c21 = _mm512_setzero_pd();

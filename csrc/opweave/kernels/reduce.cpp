@@ -171,7 +171,8 @@ void reduce_pass(const T* src, std::int64_t o_count, std::int64_t r_count, std::
     const int threads = pool_threads(pool);
     if (o_count < 2 * threads && r_count >= 2 * kBlock) {
       // Few long rows: parallel inside each row (same blocks and tree as the serial path).
-      for (std::int64_t o = 0; o < o_count; ++o) dst[o] = reduce_run<C, T>(src + o * r_count, r_count, pool);
+      for (std::int64_t o = 0; o < o_count; ++o)
+        dst[o] = reduce_run<C, T>(src + o * r_count, r_count, pool);
     } else {
       parallel_for(
           pool, 0, o_count, std::max<std::int64_t>(1, 16384 / std::max<std::int64_t>(1, r_count)),
@@ -259,7 +260,8 @@ Tensor reduce_groups(const Tensor& x, std::int64_t base_offset, std::vector<Grou
     if (r < 0) break;
     std::int64_t o_count = 1, i_count = 1;
     for (int i = 0; i < r; ++i) o_count *= merged[static_cast<std::size_t>(i)].size;
-    for (std::size_t i = static_cast<std::size_t>(r) + 1; i < merged.size(); ++i) i_count *= merged[i].size;
+    for (std::size_t i = static_cast<std::size_t>(r) + 1; i < merged.size(); ++i)
+      i_count *= merged[i].size;
     Tensor next = Tensor::empty(dtype, {o_count * i_count});
     reduce_pass<C, T>(src, o_count, merged[static_cast<std::size_t>(r)].size, i_count,
                       next.data<T>(), pool);
@@ -325,7 +327,8 @@ Tensor reduce(ReduceOp op, const Tensor& x, const std::optional<std::vector<int>
     }
     kernel_detail::dispatch_all(dtype, [&](auto tag) {
       using T = typename decltype(tag)::type;
-      const T fill = op == ReduceOp::kMean ? static_cast<T>(std::numeric_limits<double>::quiet_NaN()) : T(0);
+      const T fill =
+          op == ReduceOp::kMean ? static_cast<T>(std::numeric_limits<double>::quiet_NaN()) : T(0);
       std::fill(out.data<T>(), out.data<T>() + out.numel(), fill);
     });
     return out;
