@@ -3,9 +3,9 @@
 //
 //   ./build/cpp-tests-release/gemm_microbench
 #include <algorithm>
-#include <ctime>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
+#include <ctime>
 #include <vector>
 
 #include "opweave/cpu_info.h"
@@ -76,8 +76,9 @@ void sweep(MicroKernel<T> uk, std::int64_t n) {
         packed_gemm<T>(uk, n, n, n, {a.data(), n, 1}, {b.data(), n, 1}, c.data(), n, nullptr);
         best = std::min(best, now() - t0);
       }
-      std::printf("  %s %s n=%lld kc=%lld mc=%lld: %.1f GFLOP/s\n", uk.isa, sizeof(T) == 4 ? "f32" : "f64",
-                  static_cast<long long>(n), static_cast<long long>(kc), static_cast<long long>(mc),
+      std::printf("  %s %s n=%lld kc=%lld mc=%lld: %.1f GFLOP/s\n", uk.isa,
+                  sizeof(T) == 4 ? "f32" : "f64", static_cast<long long>(n),
+                  static_cast<long long>(kc), static_cast<long long>(mc),
                   2.0 * n * n * n / best / 1e9);
     }
   }

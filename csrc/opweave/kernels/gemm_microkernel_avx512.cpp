@@ -16,8 +16,8 @@ constexpr int kMr = 12;
 
 // The accumulator arrays are indexed only by compile-time constants after unrolling, so the
 // compiler keeps them in registers (checked in the disassembly: no spills in the k loop).
-void kernel_f32_12x32(std::int64_t kc, const float* a, const float* b, float* c,
-                      std::int64_t ldc, bool accumulate) {
+void kernel_f32_12x32(std::int64_t kc, const float* a, const float* b, float* c, std::int64_t ldc,
+                      bool accumulate) {
   __m512 lo[kMr], hi[kMr];
 #pragma GCC unroll 12
   for (int i = 0; i < kMr; ++i) lo[i] = hi[i] = _mm512_setzero_ps();
