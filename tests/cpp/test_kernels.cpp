@@ -10,6 +10,7 @@
 #include "opweave/kernels/gemm.h"
 #include "opweave/kernels/gemm_microkernel.h"
 #include "opweave/kernels/kernels.h"
+#include "opweave/kernels/reduce_loops.h"
 #include "testing.h"
 
 using namespace opweave;
@@ -317,6 +318,21 @@ OPWEAVE_TEST(unary_add_n_cast_and_transpose) {
       OPWEAVE_CHECK_EQ(t.data<double>()[j * 3 + i], x.data<double>()[i * 4 + j]);
   }
   OPWEAVE_CHECK_THROWS(transpose(x, {0, 0}, nullptr));
+}
+
+OPWEAVE_TEST(baseline_and_avx2_reduction_loops_give_the_same_bits) {
+  using namespace reduce_detail;
+  if (!cpu_info().has_avx2) return;  // nothing to compare on this CPU
+  Tensor x = random_tensor<float>({40, 1001}, 61);
+  const float* p = x.data<float>();
+  const auto base = loops_baseline<Combine::kAdd, float>();
+  const auto avx2 = loops_avx2<Combine::kAdd, float>();
+  const float s0 = base.run(p, x.numel()), s1 = avx2.run(p, x.numel());
+  OPWEAVE_CHECK(std::memcmp(&s0, &s1, sizeof(float)) == 0);
+  std::vector<float> r0(1001), r1(1001), scratch(1001 * 8);
+  base.rows(p, 40, 1001, 1001, r0.data(), scratch.data());
+  avx2.rows(p, 40, 1001, 1001, r1.data(), scratch.data());
+  OPWEAVE_CHECK(std::memcmp(r0.data(), r1.data(), sizeof(float) * r0.size()) == 0);
 }
 
 OPWEAVE_TEST_MAIN()

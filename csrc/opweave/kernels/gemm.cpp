@@ -220,8 +220,12 @@ void packed_gemm(const MicroKernel<T>& uk, std::int64_t m, std::int64_t n, std::
                  const StridedMatrix<T>& a, const StridedMatrix<T>& b, T* c, std::int64_t ldc,
                  ThreadPool* pool) {
   const int mr = uk.mr, nr = uk.nr;
-  const std::int64_t kc_max = std::min(uk.kc, k);
-  const std::int64_t nc_max = std::min(uk.nc, (n + nr - 1) / nr * nr);
+  // Balanced blocks: K = 256 with KC = 192 runs as 2 x 128 rather than 192 + 64 (a short block
+  // pays the C-tile load/store for little work). Depends only on k and n, never on threads.
+  const std::int64_t k_blocks = (k + uk.kc - 1) / uk.kc;
+  const std::int64_t kc_max = (k + k_blocks - 1) / k_blocks;
+  const std::int64_t n_blocks = (n + uk.nc - 1) / uk.nc;
+  const std::int64_t nc_max = ((n + n_blocks - 1) / n_blocks + nr - 1) / nr * nr;
   // The B panel is per call (not thread-local): while this thread waits in parallel_for it may
   // help run another op's matmul, which must not overwrite our panel.
   AlignedBuffer bbuf;
@@ -235,11 +239,11 @@ void packed_gemm(const MicroKernel<T>& uk, std::int64_t m, std::int64_t n, std::
   const std::int64_t grain =
       std::max<std::int64_t>(1, std::min(mc_panels, (m_panels + 2 * threads - 1) / (2 * threads)));
 
-  for (std::int64_t jc = 0; jc < n; jc += uk.nc) {
-    const std::int64_t nc = std::min(uk.nc, n - jc);
+  for (std::int64_t jc = 0; jc < n; jc += nc_max) {
+    const std::int64_t nc = std::min(nc_max, n - jc);
     const std::int64_t n_panels = (nc + nr - 1) / nr;
-    for (std::int64_t pc = 0; pc < k; pc += uk.kc) {
-      const std::int64_t kc = std::min(uk.kc, k - pc);
+    for (std::int64_t pc = 0; pc < k; pc += kc_max) {
+      const std::int64_t kc = std::min(kc_max, k - pc);
       const bool accumulate = pc > 0;
       parallel_for(
           pool, 0, n_panels, std::max<std::int64_t>(1, n_panels / (2 * threads)),
