@@ -105,7 +105,7 @@ int main(int argc, char** argv) {
     bench_kernel(avx512_kernel_f32());
     bench_kernel(avx512_kernel_f64());
   }
-  for (std::int64_t n : {256, 1024}) {
+  for (std::int64_t n : {256, 1024, 2048}) {
     bench_gemm<float>(n);
     bench_gemm<double>(n);
   }

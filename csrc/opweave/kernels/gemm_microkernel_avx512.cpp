@@ -14,10 +14,24 @@ namespace {
 
 constexpr int kMr = 12;
 
+// Requests the C tile (kMr rows of row_bytes, two cache lines each) before the k loop: for large
+// n the tile's rows are 8+ KiB apart and not in cache, and the ~2000-cycle k loop hides the
+// misses that the final load-add-store would otherwise wait for (~10% at n = 2048).
+template <typename T>
+inline void prefetch_c_tile(const T* c, std::int64_t ldc, std::size_t row_bytes) {
+#pragma GCC unroll 12
+  for (int i = 0; i < kMr; ++i) {
+    const char* row = reinterpret_cast<const char*>(c + i * ldc);
+    _mm_prefetch(row, _MM_HINT_T0);
+    _mm_prefetch(row + row_bytes - 1, _MM_HINT_T0);
+  }
+}
+
 // The accumulator arrays are indexed only by compile-time constants after unrolling, so the
 // compiler keeps them in registers (checked in the disassembly: no spills in the k loop).
 void kernel_f32_12x32(std::int64_t kc, const float* a, const float* b, float* c, std::int64_t ldc,
                       bool accumulate) {
+  prefetch_c_tile(c, ldc, 32 * sizeof(float));
   __m512 lo[kMr], hi[kMr];
 #pragma GCC unroll 12
   for (int i = 0; i < kMr; ++i) lo[i] = hi[i] = _mm512_setzero_ps();
@@ -48,6 +62,7 @@ void kernel_f32_12x32(std::int64_t kc, const float* a, const float* b, float* c,
 
 void kernel_f64_12x16(std::int64_t kc, const double* a, const double* b, double* c,
                       std::int64_t ldc, bool accumulate) {
+  prefetch_c_tile(c, ldc, 16 * sizeof(double));
   __m512d lo[kMr], hi[kMr];
 #pragma GCC unroll 12
   for (int i = 0; i < kMr; ++i) lo[i] = hi[i] = _mm512_setzero_pd();
@@ -78,15 +93,16 @@ void kernel_f64_12x16(std::int64_t kc, const double* a, const double* b, double*
 
 }  // namespace
 
-// KC=192: the 192 x 32 float B micro-panel (24 KiB) is half the 48 KiB L1d, leaving room for the
-// streaming A micro-panels (12 x 192 x 4 = 9 KiB). MC=144 rows: 144 x 192 x 4 = 108 KiB of
-// packed A in the 2 MiB L2. NC bounds the B panel (KC x NC, ~3 MiB) so it stays in L3.
+// KC=256: the 256 x 32 float B micro-panel (32 KiB) stays in the 48 KiB L1d next to the
+// streaming A micro-panel (12 x 256 x 4 = 12 KiB); a 256-deep product runs as one K block (the
+// driver balances longer K into equal blocks <= 256). MC=144 rows: 144 KiB of packed A in the
+// 2 MiB L2. NC=4096 bounds the B panel (KC x NC, 4 MiB) so it stays in L3.
 MicroKernel<float> avx512_kernel_f32() {
-  return {kMr, 32, 192, 144, 4096, &kernel_f32_12x32, "avx512"};
+  return {kMr, 32, 256, 144, 4096, &kernel_f32_12x32, "avx512"};
 }
-// float64: same bytes per micro-panel row, so half the columns at the same KC.
+// float64: half the columns, so the same bytes per B micro-panel at the same KC.
 MicroKernel<double> avx512_kernel_f64() {
-  return {kMr, 16, 192, 144, 4096, &kernel_f64_12x16, "avx512"};
+  return {kMr, 16, 256, 144, 4096, &kernel_f64_12x16, "avx512"};
 }
 
 }  // namespace opweave::gemm_detail
