@@ -413,3 +413,17 @@ def test_kernels_release_the_gil() -> None:
 
 def test_isa_dispatch_reports_a_known_kernel() -> None:
     assert _opweave_core.gemm_isa("float32") in ("avx512", "avx2+fma", "portable")
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_exp_is_within_one_ulp_and_handles_special_values(dtype: Any) -> None:
+    x = np.concatenate(
+        [np.linspace(-800, 800, 20001), [np.nan, np.inf, -np.inf, 0.0, 88.73, -103.9, 709.79]]
+    ).astype(dtype)
+    with np.errstate(over="ignore", under="ignore"):
+        ref = np.exp(x.astype(np.longdouble)).astype(dtype)
+    got = kernels.exp(x)
+    finite = np.isfinite(ref) & (ref != 0)
+    ulps = np.abs(got[finite] - ref[finite]) / np.spacing(np.abs(ref[finite]))
+    assert ulps.max() <= 1.0
+    np.testing.assert_array_equal(got[~finite], ref[~finite])
