@@ -4,6 +4,7 @@ arguments with clear TypeError / ValueError."""
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
 import numpy as np
@@ -390,25 +391,30 @@ def test_num_threads_hook_rejects_nonsense() -> None:
 
 
 def test_kernels_release_the_gil() -> None:
-    # While one thread runs a long matmul, another Python thread keeps making progress.
-    a = _random((700, 700), np.float64)
-    ticks = []
+    # Another Python thread must make progress in the middle of one long kernel call: with the GIL
+    # held for the whole call, no tick could land inside it.
+    a = _random((1500, 1500), np.float64)
+    ticks: list[float] = []
     stop = threading.Event()
 
     def ticker() -> None:
         while not stop.is_set():
-            ticks.append(1)
-            stop.wait(0.0005)
+            ticks.append(time.perf_counter())
+            stop.wait(0.001)
 
     t = threading.Thread(target=ticker)
     t.start()
     try:
-        for _ in range(3):
-            kernels.matmul(a, a, _num_threads=1)
+        time.sleep(0.01)
+        start = time.perf_counter()
+        kernels.matmul(a, a, _num_threads=1)
+        end = time.perf_counter()
     finally:
         stop.set()
         t.join()
-    assert len(ticks) > 3
+    margin = 0.2 * (end - start)
+    inside = [x for x in ticks if start + margin < x < end - margin]
+    assert inside, f"no tick during the {1e3 * (end - start):.0f} ms call"
 
 
 def test_isa_dispatch_reports_a_known_kernel() -> None:
