@@ -7,14 +7,14 @@
 namespace opweave {
 
 struct CpuInfo {
-  int online_cpus = 1;          // CPUs the machine has online
-  int affinity_cpus = 1;        // CPUs in this process's sched_getaffinity mask
-  double cgroup_quota_cpus = 0; // cgroup CPU quota in CPUs (0 = no quota)
-  int available_cpus = 1;       // what "0 = the system picks" means: min(affinity, ceil(quota))
+  int online_cpus = 1;           // CPUs the machine has online
+  int affinity_cpus = 1;         // CPUs in this process's sched_getaffinity mask
+  double cgroup_quota_cpus = 0;  // cgroup CPU quota in CPUs (0 = no quota)
+  int available_cpus = 1;        // what "0 = the system picks" means: min(affinity, ceil(quota))
   bool has_avx2 = false;
   bool has_fma = false;
   bool has_avx512f = false;
-  std::string isa;              // best kernel instruction set usable: "avx512", "avx2+fma", "portable"
+  std::string isa;  // best kernel instruction set usable: "avx512", "avx2+fma", "portable"
 };
 
 // Re-reads affinity and quota each call (they can change at run time); ISA flags are cached.

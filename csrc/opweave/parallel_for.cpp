@@ -1,13 +1,165 @@
-// PLACEHOLDER: serial. The foundation issue replaces it with lazy splitting on the pool.
 #include "opweave/parallel_for.h"
 
-namespace opweave {
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <exception>
+#include <mutex>
+#include <thread>
 
-void parallel_for(ThreadPool* /*pool*/, std::int64_t begin, std::int64_t end, std::int64_t grain,
-                  FunctionRef<void(std::int64_t, std::int64_t)> fn, double /*cost_per_element*/) {
+#include "opweave/spin.h"
+
+namespace opweave {
+namespace {
+
+// How long a waiting caller sleeps before it looks for work to help with again. Only matters when
+// every piece of its loop is already running elsewhere and those threads split further.
+constexpr auto kHelpRecheck = std::chrono::microseconds(200);
+
+// Lives on the caller's stack; every chunk task finishes with it before the caller returns.
+struct Loop {
+  Loop(ThreadPool* p, std::int64_t g, FunctionRef<void(std::int64_t, std::int64_t)> f)
+      : pool(p), grain(g), fn(f) {}
+
+  ThreadPool* pool;
+  std::int64_t grain;
+  FunctionRef<void(std::int64_t, std::int64_t)> fn;
+  std::atomic<std::int64_t> pending{1};  // the caller's share + chunk tasks not yet finished
+  std::atomic<int> unclaimed{0};         // chunk tasks pushed but not yet started
+  std::atomic<int> caller_waiting{0};    // 1 while the caller has nothing left but to wait
+  std::atomic<bool> failed{false};
+  std::mutex mutex;
+  std::condition_variable cv;
+  bool done = false;         // guarded by mutex: the last finisher is out of this struct
+  std::exception_ptr error;  // guarded by mutex: the first exception fn threw
+
+  void call(std::int64_t b, std::int64_t e) noexcept {
+    // relaxed: skipping is an optimization; the error itself travels under the mutex.
+    if (failed.load(std::memory_order_relaxed)) return;
+    try {
+      fn(b, e);
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(mutex);  // guards error
+      if (!error) error = std::current_exception();
+      failed.store(true, std::memory_order_relaxed);  // a hint for call(); see above
+    }
+  }
+
+  void finish() {
+    // acq_rel: each finisher releases its writes; the last one acquires them all (release
+    // sequence) before publishing `done` under the mutex to the caller.
+    if (pending.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      std::lock_guard<std::mutex> lock(mutex);  // the caller reads done under it
+      done = true;
+      cv.notify_all();  // inside the lock: the caller cannot destroy cv before we return
+    }
+  }
+
+  void run_range(std::int64_t b, std::int64_t e);
+};
+
+class ChunkTask final : public Task {
+ public:
+  ChunkTask(Loop* loop, std::int64_t b, std::int64_t e) : loop_(loop), b_(b), e_(e) {}
+  void run() override {
+    // relaxed: only a splitting heuristic reads it.
+    loop_->unclaimed.fetch_sub(1, std::memory_order_relaxed);
+    loop_->run_range(b_, e_);
+    loop_->finish();
+  }
+  bool must_run() const noexcept override { return true; }
+
+ private:
+  Loop* loop_;
+  std::int64_t b_, e_;
+};
+
+void Loop::run_range(std::int64_t b, std::int64_t e) {
+  while (e - b >= 2 * grain) {
+    // relaxed: both are hints; a stale value makes one split early or late, never wrong.
+    const int hungry = pool->idle_workers() + caller_waiting.load(std::memory_order_relaxed);
+    if (hungry > unclaimed.load(std::memory_order_relaxed) &&
+        !failed.load(std::memory_order_relaxed)) {
+      const std::int64_t mid = b + (e - b) / 2 / grain * grain;  // stays on the grain lattice
+      // relaxed: this thread holds a pending count itself, so pending cannot reach zero here;
+      // the task's publication through the pool orders everything else.
+      pending.fetch_add(1, std::memory_order_relaxed);
+      unclaimed.fetch_add(1, std::memory_order_relaxed);               // heuristic only
+      pool->schedule_task(std::make_unique<ChunkTask>(this, mid, e));  // must_run: never refused
+      // relaxed: if we miss the caller's flag it re-checks within kHelpRecheck anyway.
+      if (caller_waiting.load(std::memory_order_relaxed) != 0) {
+        std::lock_guard<std::mutex> lock(mutex);  // the caller tests its predicate under it
+        cv.notify_all();
+      }
+      e = mid;
+      continue;
+    }
+    call(b, b + grain);
+    b += grain;
+  }
+  call(b, e);
+}
+
+}  // namespace
+
+void parallel_for(ThreadPool* pool, std::int64_t begin, std::int64_t end, std::int64_t grain,
+                  FunctionRef<void(std::int64_t, std::int64_t)> fn, double cost_per_element) {
   if (end <= begin) return;
   if (grain < 1) grain = 1;
-  for (std::int64_t b = begin; b < end; b += grain) fn(b, b + grain < end ? b + grain : end);
+  const std::int64_t n = end - begin;
+  if (cost_per_element > 0) {
+    if (static_cast<double>(n) * cost_per_element < kInlineCycles) {
+      fn(begin, end);
+      return;
+    }
+    // Coarsen to whole multiples of the caller's grain, keeping the boundary lattice.
+    const double multiple =
+        std::ceil(kMinChunkCycles / cost_per_element / static_cast<double>(grain));
+    if (multiple > 1) grain *= static_cast<std::int64_t>(multiple);
+  }
+  if (pool == nullptr || pool->num_workers() == 0 || n < 2 * grain) {
+    fn(begin, end);
+    return;
+  }
+
+  Loop loop(pool, grain, fn);
+  loop.run_range(begin, end);
+  loop.finish();
+  // Help until every chunk has finished: run queued tasks (ours first when this thread is a
+  // worker of the pool: its own deque is popped first). With nothing to run, sleep until the
+  // loop is done or a chunk runner split off a piece for us (caller_waiting makes them split).
+  // Like an idle worker, spin for the pool's spin time before sleeping: a short loop's last
+  // chunk usually finishes within microseconds, far sooner than a futex wake-up.
+  loop.caller_waiting.store(1, std::memory_order_relaxed);  // a splitting hint only
+  const auto spin_until =
+      std::chrono::steady_clock::now() + std::chrono::microseconds(pool->options().spin_time_us);
+  for (int round = 1;; ++round) {
+    // acquire: pairs with the finishers' release; done is then set (or about to be) by the last.
+    if (loop.pending.load(std::memory_order_acquire) == 0) break;
+    if (pool->try_run_one()) continue;
+    if (std::chrono::steady_clock::now() < spin_until) {
+      if (round % 16 == 0) {
+        std::this_thread::yield();  // the machine may be oversubscribed
+      } else {
+        cpu_relax();
+      }
+      continue;
+    }
+    std::unique_lock<std::mutex> lock(loop.mutex);  // guards done; splitters notify under it
+    if (loop.cv.wait_for(lock, kHelpRecheck,
+                         [&] {
+                           // relaxed: a hint to go and steal; the steal itself synchronizes.
+                           return loop.done || loop.unclaimed.load(std::memory_order_relaxed) > 0;
+                         }) &&
+        loop.done) {
+      break;
+    }
+  }
+  std::unique_lock<std::mutex> lock(loop.mutex);  // guards done and error
+  loop.cv.wait(lock, [&] { return loop.done; });
+  if (loop.error) std::rethrow_exception(loop.error);
 }
 
 }  // namespace opweave

@@ -1,6 +1,12 @@
 // parallel_for / parallel_reduce on a ThreadPool.
 //
-// PLACEHOLDER (serial) until the foundation issue lands; the signatures are the contract.
+// parallel_for splits lazily: the calling thread starts on the whole range and cuts off half of
+// what it has left (pushed to the pool) only while some worker is idle and no earlier split is
+// still waiting for it; otherwise it keeps working grain by grain. Every chunk task splits the
+// same way, so the number of pieces follows the number of hungry workers, not the range size.
+// The caller then helps (runs queued pool tasks) until every piece has finished, so a
+// parallel_for inside a pool task, or one waiting on workers that themselves wait, never
+// deadlocks. Thread-safe: any number of threads may run parallel_for on one pool at once.
 //
 //   parallel_for(pool, 0, n, /*grain=*/4096, [&](int64_t b, int64_t e) {
 //     for (int64_t i = b; i < e; ++i) y[i] = 2 * x[i];
@@ -16,11 +22,16 @@
 namespace opweave {
 
 // Runs fn(chunk_begin, chunk_end) over disjoint chunks covering [begin, end) exactly once, on the
-// caller plus at most pool->num_workers() workers. grain: smallest chunk. cost_per_element: CPU
-// cycles one index costs (0 = unknown: only grain decides); loops too small to pay for a fork run
-// inline. pool may be null (serial). The first exception thrown by fn is rethrown here after every
-// started chunk has finished. Safe to call from inside a pool worker (nested calls help, never
-// deadlock).
+// caller plus at most pool->num_workers() workers. grain: smallest chunk; every chunk boundary is
+// begin + a multiple of grain (so blocked kernels get whole blocks), except end itself.
+// cost_per_element: CPU cycles one index costs (0 = unknown: only grain decides); a loop whose
+// total cost is below kInlineCycles runs inline on the caller, and chunks are made at least
+// kMinChunkCycles long. pool may be null (serial). The first exception thrown by fn is rethrown
+// here after every started chunk has finished; once one was thrown, chunks not yet started are
+// skipped. Safe to call from inside a pool worker (nested calls help, never deadlock).
+inline constexpr double kInlineCycles = 20000.0;  // ~ the cost of waking a parked worker, x3
+inline constexpr double kMinChunkCycles = 10000.0;
+
 void parallel_for(ThreadPool* pool, std::int64_t begin, std::int64_t end, std::int64_t grain,
                   FunctionRef<void(std::int64_t, std::int64_t)> fn, double cost_per_element = 0.0);
 

@@ -1,14 +1,260 @@
 #include "opweave/runtime.h"
 
-#include "opweave/cpu_info.h"
+#include <pthread.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <string>
+
+#include "opweave/errors.h"
 
 namespace opweave {
+namespace {
 
-ThreadPool* global_intra_pool() {
-  // Function-local static: initialised once, thread-safe per C++11.
-  static ThreadPool* pool = new ThreadPool(
-      PoolOptions{cpu_info().available_cpus - 1, "intra-op", 50, Affinity::kNone});
+struct Setting {
+  int value = 0;  // 0: not resolved yet
+  std::string source;
+};
+
+struct GlobalPool {
+  GlobalPool(const char* n, bool i) : name(n), intra(i) {}
+  const char* name;
+  bool intra;  // intra: workers = size - 1; inter: workers = size
+  std::atomic<ThreadPool*> pool{nullptr};
+  bool explicit_size = false;  // guarded by g_mutex
+  Setting setting;             // guarded by g_mutex; fixed once the pool exists
+};
+
+std::mutex g_mutex;  // guards every GlobalPool's settings and pool creation/resizing
+GlobalPool g_intra("intra-op", true);
+GlobalPool g_inter("inter-op", false);
+bool g_forked_child = false;  // guarded by g_mutex
+
+// Parses a positive integer (the first entry of a comma list). 0 when invalid.
+int parse_threads(const char* text) {
+  if (text == nullptr || *text == '\0') return 0;
+  char* end = nullptr;
+  const long v = std::strtol(text, &end, 10);
+  if (end == text || (*end != '\0' && *end != ',') || v <= 0 || v > kMaxThreads) return 0;
+  return static_cast<int>(v);
+}
+
+std::string cpu_rule() {
+  const CpuInfo cpu = cpu_info();
+  std::string s = "available CPUs (affinity " + std::to_string(cpu.affinity_cpus);
+  if (cpu.cgroup_quota_cpus > 0) {
+    char quota[32];
+    std::snprintf(quota, sizeof(quota), "%.2f", cpu.cgroup_quota_cpus);
+    s += std::string(", cgroup quota ") + quota;
+  } else {
+    s += ", no cgroup quota";
+  }
+  return s + " -> " + std::to_string(cpu.available_cpus) + ")";
+}
+
+// Rules 2-4 of runtime.h.
+Setting default_setting(bool intra) {
+  std::string ignored;
+  const char* vars[2] = {intra ? "OPWEAVE_NUM_INTRAOP_THREADS" : "OPWEAVE_NUM_INTEROP_THREADS",
+                         intra ? "OMP_NUM_THREADS" : nullptr};
+  for (const char* var : vars) {
+    if (var == nullptr) continue;
+    const char* text = std::getenv(var);
+    if (text == nullptr) continue;
+    if (const int n = parse_threads(text)) return {n, std::string(var) + "=" + text + ignored};
+    ignored += std::string("; ") + var + "='" + text + "' ignored (not a positive integer)";
+  }
+  return {cpu_info().available_cpus, cpu_rule() + ignored};
+}
+
+void resolve_locked(GlobalPool& g) {
+  if (g.setting.value == 0) g.setting = default_setting(g.intra);
+}
+
+std::int64_t spin_time_us(std::string* source) {
+  const char* text = std::getenv("OPWEAVE_SPIN_TIME_US");
+  if (text != nullptr && *text != '\0') {
+    char* end = nullptr;
+    const long long v = std::strtoll(text, &end, 10);
+    if (*end == '\0' && v >= 0) {
+      if (source) *source = std::string("OPWEAVE_SPIN_TIME_US=") + text;
+      return v;
+    }
+    if (source) *source = std::string("default; OPWEAVE_SPIN_TIME_US='") + text + "' ignored";
+    return 50;
+  }
+  if (source) *source = "default";
+  return 50;
+}
+
+Affinity affinity_setting(std::string* source) {
+  const char* text = std::getenv("OPWEAVE_AFFINITY");
+  if (text == nullptr || *text == '\0') {
+    if (source) *source = "default";
+    return Affinity::kNone;
+  }
+  const std::string v = text;
+  Affinity a = Affinity::kNone;
+  if (v == "compact") {
+    a = Affinity::kCompact;
+  } else if (v == "scatter") {
+    a = Affinity::kScatter;
+  } else if (v != "none") {
+    if (source) *source = "default; OPWEAVE_AFFINITY='" + v + "' ignored";
+    return Affinity::kNone;
+  }
+  if (source) *source = "OPWEAVE_AFFINITY=" + v;
+  return a;
+}
+
+int workers_for(const GlobalPool& g) { return g.intra ? g.setting.value - 1 : g.setting.value; }
+
+void atfork_prepare() { g_mutex.lock(); }  // no pool is half-created or half-resized at fork()
+void atfork_parent() { g_mutex.unlock(); }
+void atfork_child() {
+  // The child is single-threaded: the forking thread holds g_mutex (taken in prepare).
+  for (GlobalPool* g : {&g_intra, &g_inter}) {
+    // relaxed: nobody else runs in the child. The old pool is leaked: its threads are gone.
+    if (g->pool.load(std::memory_order_relaxed) != nullptr) {
+      g->pool.store(nullptr, std::memory_order_relaxed);
+      g_forked_child = true;
+    }
+  }
+  g_mutex.unlock();
+}
+
+void install_atfork_once() {
+  static std::once_flag once;
+  std::call_once(once, [] { pthread_atfork(atfork_prepare, atfork_parent, atfork_child); });
+}
+
+ThreadPool* create_locked(GlobalPool& g) {
+  resolve_locked(g);
+  PoolOptions options;
+  options.num_workers = workers_for(g);
+  options.name = g.name;
+  options.spin_time_us = spin_time_us(nullptr);
+  options.affinity = affinity_setting(nullptr);
+  auto* pool = new ThreadPool(std::move(options));  // process lifetime; see atfork_child
+  // release: a thread that loads the pointer with acquire sees a fully built pool.
+  g.pool.store(pool, std::memory_order_release);
   return pool;
+}
+
+ThreadPool* get_pool(GlobalPool& g) {
+  install_atfork_once();
+  // acquire: pairs with the release store in create_locked.
+  if (ThreadPool* p = g.pool.load(std::memory_order_acquire)) return p;
+  std::lock_guard<std::mutex> lock(g_mutex);  // one creator; settings stay consistent
+  if (ThreadPool* p = g.pool.load(std::memory_order_relaxed)) return p;  // created meanwhile
+  return create_locked(g);
+}
+
+void check_size(int n, const char* what) {
+  if (n < 0 || n > kMaxThreads) {
+    throw_invalid_argument(std::string(what) + ": expected 0 (system picks) .. " +
+                           std::to_string(kMaxThreads) + ", got " + std::to_string(n));
+  }
+}
+
+void set_size(GlobalPool& g, int n, std::string source, const char* what) {
+  check_size(n, what);
+  std::lock_guard<std::mutex> lock(g_mutex);  // settings + resize are one step
+  const Setting next = n == 0 ? default_setting(g.intra) : Setting{n, std::move(source)};
+  // Resize first: if it throws (called from one of the pool's own workers), nothing changed.
+  // relaxed: g_mutex orders creation and this read.
+  if (ThreadPool* p = g.pool.load(std::memory_order_relaxed)) {
+    p->resize(g.intra ? next.value - 1 : next.value);
+  }
+  g.explicit_size = n != 0;
+  g.setting = next;
+}
+
+std::string source_of(GlobalPool& g) {
+  std::lock_guard<std::mutex> lock(g_mutex);  // guards the setting
+  resolve_locked(g);
+  return g.setting.source;
+}
+
+int size_of(GlobalPool& g) {
+  std::lock_guard<std::mutex> lock(g_mutex);  // guards the setting
+  resolve_locked(g);
+  return g.setting.value;
+}
+
+}  // namespace
+
+ThreadPool* global_intra_pool() { return get_pool(g_intra); }
+ThreadPool* global_inter_pool() { return get_pool(g_inter); }
+
+int intra_op_parallelism() { return size_of(g_intra); }
+int inter_op_parallelism() { return size_of(g_inter); }
+std::string intra_op_parallelism_source() { return source_of(g_intra); }
+std::string inter_op_parallelism_source() { return source_of(g_inter); }
+
+void set_intra_op_parallelism(int n, std::string source) {
+  set_size(g_intra, n, std::move(source), "intra_op_parallelism");
+}
+void set_inter_op_parallelism(int n, std::string source) {
+  set_size(g_inter, n, std::move(source), "inter_op_parallelism");
+}
+
+ParallelismInEffect configure_parallelism_if_unset(int intra, int inter, std::string source) {
+  if (intra > kMaxThreads) check_size(intra, "intra_op_parallelism");
+  if (inter > kMaxThreads) check_size(inter, "inter_op_parallelism");
+  install_atfork_once();
+  ParallelismInEffect out;
+  std::lock_guard<std::mutex> lock(g_mutex);  // decide and create atomically w.r.t. set_*
+  auto apply = [&source](GlobalPool& g, int n) {
+    // relaxed: g_mutex orders creation and this read.
+    const bool unset = !g.explicit_size && g.pool.load(std::memory_order_relaxed) == nullptr;
+    const bool applied = unset && n > 0;
+    if (applied) {
+      g.explicit_size = true;
+      g.setting = {n, source};
+    }
+    if (g.pool.load(std::memory_order_relaxed) == nullptr) create_locked(g);
+    return applied;
+  };
+  out.intra_applied = apply(g_intra, intra);
+  out.inter_applied = apply(g_inter, inter);
+  out.intra = g_intra.setting.value;
+  out.intra_source = g_intra.setting.source;
+  out.inter = g_inter.setting.value;
+  out.inter_source = g_inter.setting.source;
+  return out;
+}
+
+RuntimeInfo runtime_info() {
+  RuntimeInfo info;
+  info.spin_time_us = spin_time_us(&info.spin_time_source);
+  info.affinity = affinity_setting(&info.affinity_source);
+  info.cpu = cpu_info();
+  std::lock_guard<std::mutex> lock(g_mutex);  // one consistent snapshot of both pools
+  for (GlobalPool* g : {&g_intra, &g_inter}) resolve_locked(*g);
+  const std::string fork_note = g_forked_child ? " (rebuilt lazily after fork)" : "";
+  info.intra_op_parallelism = g_intra.setting.value;
+  info.intra_source = g_intra.setting.source + fork_note;
+  // relaxed: under g_mutex, which orders creation.
+  info.intra_pool_created = g_intra.pool.load(std::memory_order_relaxed) != nullptr;
+  info.inter_op_parallelism = g_inter.setting.value;
+  info.inter_source = g_inter.setting.source + fork_note;
+  info.inter_pool_created = g_inter.pool.load(std::memory_order_relaxed) != nullptr;
+  return info;
+}
+
+const char* affinity_name(Affinity affinity) noexcept {
+  switch (affinity) {
+    case Affinity::kCompact:
+      return "compact";
+    case Affinity::kScatter:
+      return "scatter";
+    case Affinity::kNone:
+      break;
+  }
+  return "none";
 }
 
 }  // namespace opweave

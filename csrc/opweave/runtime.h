@@ -1,12 +1,102 @@
-// The process-wide pools, created lazily on first use (PLACEHOLDER: the foundation issue adds
-// sizing rules, provenance, resizing and fork handling).
+// The process-wide pools: one intra-op pool (parallelism inside an op) and one inter-op pool
+// (ops running at once), created lazily on first use, sized by one documented precedence order.
+//
+//   set_intra_op_parallelism(4, "opweave.set_num_threads");  // explicit, resizes between uses
+//   parallel_for(global_intra_pool(), 0, n, 4096, body);      // caller + 3 workers
+//   auto eff = configure_parallelism_if_unset(8, 2, "ConfigProto of the first Session");
+//   if (!eff.intra_applied) warn("intra-op pool stays at " + std::to_string(eff.intra) + " (" +
+//                                eff.intra_source + ")");
+//
+// Sizes are honest (DESIGN.md): intra_op_parallelism() == N means one op computes on at most N
+// threads at once, the caller included, so the intra pool has N - 1 workers (N == 1: none).
+// inter_op_parallelism() == M means the inter pool has M workers.
+//
+// Size precedence, first match wins, per pool:
+//   1. an explicit set_*_op_parallelism(n > 0), or the first configure_parallelism_if_unset()
+//      with n > 0 (TensorFlow: the first Session's ConfigProto sizes the global pools);
+//   2. OPWEAVE_NUM_INTRAOP_THREADS / OPWEAVE_NUM_INTEROP_THREADS (positive integer);
+//   3. OMP_NUM_THREADS (intra only; the first entry of a list such as "4,2");
+//   4. the CPUs this process may use: cpu_info().available_cpus (affinity mask and cgroup quota).
+// An environment variable that is set but not a positive integer is ignored, and the source
+// string says so. set_*(0) means "the system picks": it drops an explicit size and re-applies
+// rules 2-4.
+//
+// Every pool also reads, when it is created: OPWEAVE_SPIN_TIME_US (microseconds an idle worker
+// spins before it parks; default 50) and OPWEAVE_AFFINITY=none|compact|scatter (worker pinning;
+// default none). Invalid values are ignored (the source strings say so).
+//
+// Fork: after fork() the child has none of the parent's worker threads. An atfork handler drops
+// the child's references to the parent's pools (their memory is leaked on purpose: destroying
+// them would join threads that do not exist), keeping the sizes and sources; the next use
+// creates fresh pools of the same sizes. The child never touches the dead threads and never
+// hangs on them. fork() waits while another thread is creating or resizing a global pool.
+//
+// Thread-safety: every function is thread-safe. Resizing (set_*, and configure_* when it
+// applies) must happen between uses of that pool: no parallel_for or schedule() on it may be
+// running at the time (ThreadPool::resize); calling it from a worker of that pool throws
+// OpError(kFailedPrecondition).
 #pragma once
 
+#include <cstdint>
+#include <string>
+
+#include "opweave/cpu_info.h"
 #include "opweave/thread_pool.h"
 
 namespace opweave {
 
-// The global intra-op pool; kernels called directly from Python run on it. Thread-safe.
+// The global intra-op pool (intra_op_parallelism() - 1 workers); kernels called directly from
+// Python run on it. Created on first call.
 ThreadPool* global_intra_pool();
+// The global inter-op pool (inter_op_parallelism() workers). Created on first call.
+ThreadPool* global_inter_pool();
+
+// The sizes in effect (resolved by the precedence rules even before the pools exist).
+int intra_op_parallelism();
+int inter_op_parallelism();
+// Which rule chose each size, for humans: e.g. "OMP_NUM_THREADS=4", "available CPUs
+// (affinity 8, cgroup quota 2.00 -> 2)", "opweave.set_num_threads(3)".
+std::string intra_op_parallelism_source();
+std::string inter_op_parallelism_source();
+
+// Explicit sizes (rule 1). n == 0: back to rules 2-4. n < 0 or n > kMaxThreads: throws
+// OpError(kInvalidArgument). Resizes the pool if it exists (between uses, see above).
+inline constexpr int kMaxThreads = 4096;
+void set_intra_op_parallelism(int n, std::string source = "set_intra_op_parallelism");
+void set_inter_op_parallelism(int n, std::string source = "set_inter_op_parallelism");
+
+struct ParallelismInEffect {
+  int intra = 1;
+  std::string intra_source;
+  bool intra_applied = false;  // true when this call chose the intra size
+  int inter = 1;
+  std::string inter_source;
+  bool inter_applied = false;
+};
+
+// For the first Session: sizes each pool that was neither created nor explicitly sized yet
+// (n > 0; n <= 0 leaves that pool to rules 2-4), then creates both pools, so later calls apply
+// nothing and report what is in effect, letting the session layer warn about a disagreeing
+// config. Throws OpError(kInvalidArgument) for n > kMaxThreads.
+ParallelismInEffect configure_parallelism_if_unset(int intra, int inter, std::string source);
+
+// Everything parallel_info() shows.
+struct RuntimeInfo {
+  int intra_op_parallelism = 1;
+  std::string intra_source;
+  bool intra_pool_created = false;
+  int inter_op_parallelism = 1;
+  std::string inter_source;
+  bool inter_pool_created = false;
+  std::int64_t spin_time_us = 50;
+  std::string spin_time_source;
+  Affinity affinity = Affinity::kNone;
+  std::string affinity_source;
+  CpuInfo cpu;
+};
+RuntimeInfo runtime_info();
+
+// "none", "compact", "scatter".
+const char* affinity_name(Affinity affinity) noexcept;
 
 }  // namespace opweave

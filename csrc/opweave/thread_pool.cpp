@@ -1,100 +1,441 @@
-// PLACEHOLDER implementation: a mutex-protected queue. The foundation issue replaces it with the
-// work-stealing pool described in DESIGN.md.
 #include "opweave/thread_pool.h"
 
+#include <pthread.h>
+#include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
 #include <thread>
 
 #include "opweave/errors.h"
+#include "opweave/event_count.h"
+#include "opweave/spin.h"
+#include "opweave/work_stealing_deque.h"
 
 namespace opweave {
+namespace {
+
+constexpr std::size_t kDequeCapacity = 1024;
+constexpr int kMaxInjectionQueues = 4;
+
+class FunctionTask final : public Task {
+ public:
+  explicit FunctionTask(std::function<void()> fn) : fn_(std::move(fn)) {}
+  void run() override { fn_(); }
+
+ private:
+  std::function<void()> fn_;
+};
+
+struct alignas(64) Counters {
+  // relaxed everywhere: statistics only, nothing is ordered by them.
+  std::atomic<std::uint64_t> tasks_run{0}, steals{0}, parks{0}, wakeups{0}, injected{0};
+  void add(std::atomic<std::uint64_t>& c, std::uint64_t n = 1) noexcept {
+    c.fetch_add(n, std::memory_order_relaxed);  // statistics only
+  }
+  void reset() noexcept {
+    for (auto* c : {&tasks_run, &steals, &parks, &wakeups, &injected}) {
+      c->store(0, std::memory_order_relaxed);  // statistics only
+    }
+  }
+};
+
+struct InjectionQueue {
+  alignas(64) std::mutex mutex;
+  std::deque<Task*> tasks;  // guarded by mutex
+};
+
+struct WorkerContext {
+  const ThreadPool::Impl* pool = nullptr;
+  int index = -1;
+};
+thread_local WorkerContext t_worker;
+
+void run_and_delete(Task* task) noexcept {
+  try {
+    task->run();
+  } catch (...) {
+    // Fire-and-forget tasks have no one to report to; parallel_for catches its own.
+  }
+  delete task;
+}
+
+std::vector<int> allowed_cpus() {
+  std::vector<int> cpus;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) return cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (CPU_ISSET(c, &set)) cpus.push_back(c);
+  }
+  return cpus;
+}
+
+}  // namespace
 
 struct ThreadPool::Impl {
+  struct Worker {
+    explicit Worker() : deque(kDequeCapacity) {}
+    WorkStealingDeque<Task*> deque;
+    Counters counters;
+    std::thread thread;
+    std::atomic<long> tid{0};
+    std::uint64_t rng = 0;  // victim selection; touched only by the worker
+  };
+
   PoolOptions options;
-  std::mutex mutex;
-  std::condition_variable cv;
-  std::deque<std::function<void()>> queue;
-  std::vector<std::thread> workers;
-  bool stopping = false;
-  PoolStats stats;
+  std::vector<std::unique_ptr<Worker>> workers;  // fixed between start() and join_all()
+  std::vector<InjectionQueue> injection{static_cast<std::size_t>(kMaxInjectionQueues)};
+  int num_injection = 1;
+  // Tasks sitting in injection queues: lets searchers skip the locks when all are empty.
+  std::atomic<std::int64_t> injected_pending{0};
+  std::atomic<int> live_workers{0};
+  std::atomic<bool> stopping{false};
+  EventCount event_count;
+  Counters outside_counters;   // work done by helping threads that are not workers
+  std::mutex lifecycle_mutex;  // serializes shutdown() and resize()
+
+  bool is_own_worker() const noexcept { return t_worker.pool == this; }
+
+  void start(int n) {
+    if (n < 0)
+      throw_invalid_argument("ThreadPool: num_workers must be >= 0, got " + std::to_string(n));
+    options.num_workers = n;
+    num_injection = std::max(1, std::min(kMaxInjectionQueues, n));
+    event_count.reset();
+    stopping.store(false, std::memory_order_relaxed);  // no worker runs yet
+    workers.clear();
+    for (int i = 0; i < n; ++i) {
+      workers.push_back(std::make_unique<Worker>());
+      workers.back()->rng = 0x9E3779B97F4A7C15ull * static_cast<std::uint64_t>(i + 1);
+    }
+    const std::vector<int> cpus = allowed_cpus();
+    for (int i = 0; i < n; ++i) {
+      workers[static_cast<std::size_t>(i)]->thread = std::thread([this, i] { worker_main(i); });
+      pin(i, cpus);
+    }
+    // Wait until every worker registered its tid (worker_thread_ids() is then complete).
+    for (auto& w : workers) {
+      // acquire: pairs with the worker's release store of its tid.
+      while (w->tid.load(std::memory_order_acquire) == 0) std::this_thread::yield();
+    }
+    live_workers.store(n, std::memory_order_release);  // readers only need the count
+  }
+
+  void pin(int i, const std::vector<int>& cpus) {
+    if (options.affinity == Affinity::kNone || cpus.empty()) return;
+    const std::size_t n = cpus.size();
+    const std::size_t w = std::max<std::size_t>(1, workers.size());
+    const std::size_t slot = options.affinity == Affinity::kCompact
+                                 ? static_cast<std::size_t>(i) % n
+                                 : (static_cast<std::size_t>(i) * n / w) % n;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpus[slot], &set);
+    pthread_setaffinity_np(workers[static_cast<std::size_t>(i)]->thread.native_handle(),
+                           sizeof(set), &set);
+  }
+
+  // Returns false when the pool is stopping and the task may be rejected.
+  bool push(Task* task) {
+    const bool must = task->must_run();
+    if (t_worker.pool == this) {
+      Worker& self = *workers[static_cast<std::size_t>(t_worker.index)];
+      if (self.deque.push(task)) {
+        event_count.notify();
+        return true;
+      }
+      return inject(task, /*from_outside=*/false, /*allow_stopping=*/true);
+    }
+    return inject(task, /*from_outside=*/true, must);
+  }
+
+  bool inject(Task* task, bool from_outside, bool allow_stopping) {
+    // Outside threads spread over the queues by thread; workers use queue 0 on overflow.
+    const std::size_t q = from_outside ? std::hash<std::thread::id>{}(std::this_thread::get_id()) %
+                                             static_cast<std::size_t>(num_injection)
+                                       : 0;
+    InjectionQueue& queue = injection[q];
+    {
+      // The queue lock also orders this check against shutdown(), which sets `stopping`
+      // while holding every queue lock: no task can slip in after shutdown drained them.
+      std::lock_guard<std::mutex> lock(queue.mutex);
+      if (!allow_stopping && stopping.load(std::memory_order_relaxed)) return false;
+      queue.tasks.push_back(task);
+      // relaxed: the notify() RMW below publishes it to searchers (event_count.h).
+      injected_pending.fetch_add(1, std::memory_order_relaxed);
+    }
+    if (from_outside) outside_counters.add(outside_counters.injected);
+    event_count.notify();
+    return true;
+  }
+
+  // A worker (self >= 0) also moves a batch (its fair share, at most kInjectBatch) into its own
+  // deque, so a stream of outside tasks costs one lock round-trip per batch, not per task.
+  Task* pop_injected(int self) {
+    static constexpr std::size_t kInjectBatch = 32;
+    // relaxed: a searcher re-checks after a synchronizing EventCount RMW, see event_count.h.
+    if (injected_pending.load(std::memory_order_relaxed) <= 0) return nullptr;
+    const int start = self >= 0 ? self : 0;
+    for (int k = 0; k < num_injection; ++k) {
+      InjectionQueue& queue = injection[static_cast<std::size_t>((start + k) % num_injection)];
+      std::size_t moved = 0;
+      Task* first = nullptr;
+      {
+        std::lock_guard<std::mutex> lock(queue.mutex);  // guards queue.tasks
+        if (queue.tasks.empty()) continue;
+        first = queue.tasks.front();
+        queue.tasks.pop_front();
+        if (self >= 0) {
+          const std::size_t share =
+              std::min(kInjectBatch, queue.tasks.size() / static_cast<std::size_t>(workers.size()));
+          WorkStealingDeque<Task*>& own = workers[static_cast<std::size_t>(self)]->deque;
+          while (moved < share && own.push(queue.tasks.front())) {
+            queue.tasks.pop_front();
+            ++moved;
+          }
+        }
+        // relaxed: a hint, see above.
+        injected_pending.fetch_sub(static_cast<std::int64_t>(1 + moved), std::memory_order_relaxed);
+      }
+      if (moved > 0) event_count.notify();  // others may steal the batch
+      return first;
+    }
+    return nullptr;
+  }
+
+  Task* steal_any(int self, std::uint64_t& rng) {
+    const int n = static_cast<int>(workers.size());
+    if (n == 0) return nullptr;
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    const int start = static_cast<int>(rng % static_cast<std::uint64_t>(n));
+    for (int k = 0; k < n; ++k) {
+      const int v = (start + k) % n;
+      if (v == self) continue;
+      WorkStealingDeque<Task*>& dq = workers[static_cast<std::size_t>(v)]->deque;
+      // A failed steal on a non-empty deque lost a race to another thief (who made progress):
+      // try the same victim again rather than miss work that is still there.
+      while (dq.size_estimate() > 0) {
+        if (Task* t = dq.steal()) return t;
+      }
+    }
+    return nullptr;
+  }
+
+  Task* find_work(int self, std::uint64_t& rng, Counters& counters) {
+    if (self >= 0) {
+      if (Task* t = workers[static_cast<std::size_t>(self)]->deque.pop()) return t;
+    }
+    if (Task* t = pop_injected(self)) return t;
+    if (Task* t = steal_any(self, rng)) {
+      counters.add(counters.steals);
+      return t;
+    }
+    return nullptr;
+  }
+
+  void worker_main(int index) {
+    t_worker = WorkerContext{this, index};
+    Worker& self = *workers[static_cast<std::size_t>(index)];
+    {
+      std::string name = options.name + " " + std::to_string(index);
+      if (name.size() > 15) name = name.substr(name.size() - 15);  // kernel limit: 16 with NUL
+      pthread_setname_np(pthread_self(), name.c_str());
+    }
+    // release: start() reads the tid with acquire.
+    self.tid.store(static_cast<long>(syscall(SYS_gettid)), std::memory_order_release);
+    Counters& c = self.counters;
+    const auto spin = std::chrono::microseconds(std::max<std::int64_t>(0, options.spin_time_us));
+    bool searching = false;
+    for (;;) {
+      Task* task = find_work(index, self.rng, c);
+      if (task == nullptr) {
+        if (!searching) {
+          event_count.begin_search();
+          searching = true;
+        }
+        // Spin: at least one look after begin_search (whose RMW makes new tasks visible).
+        const auto deadline = std::chrono::steady_clock::now() + spin;
+        int rounds = 0;
+        do {
+          task = find_work(index, self.rng, c);
+          if (task != nullptr) break;
+          if (++rounds % 16 == 0) {
+            std::this_thread::yield();  // the machine may be oversubscribed
+          } else {
+            cpu_relax();
+          }
+          // relaxed: only shortens the spin; the park protocol re-reads it properly.
+        } while (std::chrono::steady_clock::now() < deadline &&
+                 !stopping.load(std::memory_order_relaxed));
+      }
+      if (task == nullptr) {
+        event_count.prepare_wait();
+        task = find_work(index, self.rng, c);
+        // relaxed: `stopping` is set before shutdown() calls event_count.stop(), whose mutex
+        // handshake with commit_wait makes it visible by the time we would sleep.
+        if (task != nullptr || stopping.load(std::memory_order_relaxed)) {
+          event_count.cancel_wait();
+        } else {
+          if (event_count.commit_wait(&c.parks)) c.add(c.wakeups);
+          continue;  // searching again (woken, or stopping)
+        }
+      }
+      if (task == nullptr) {                                  // stopping and nothing left anywhere
+        if (stopping.load(std::memory_order_acquire)) break;  // pairs with shutdown's store
+        continue;
+      }
+      if (searching) {
+        event_count.end_search();
+        searching = false;
+      }
+      run_and_delete(task);
+      c.add(c.tasks_run);
+    }
+    event_count.end_search();
+  }
+
+  // Steals/pops everything queued right now; run_pending decides run vs drop.
+  std::size_t drain(bool run_pending) {
+    std::size_t dropped = 0;
+    std::uint64_t rng = 0x2545F4914F6CDD1Dull;
+    for (;;) {
+      Task* t = pop_injected(-1);
+      if (t == nullptr) t = steal_any(-1, rng);
+      if (t == nullptr) return dropped;
+      if (run_pending || t->must_run()) {
+        run_and_delete(t);
+        outside_counters.add(outside_counters.tasks_run);
+      } else {
+        delete t;
+        ++dropped;
+      }
+    }
+  }
+
+  std::size_t shutdown(bool run_pending) {
+    if (is_own_worker()) {
+      throw OpError(ErrorCode::kFailedPrecondition,
+                    "ThreadPool '" + options.name +
+                        "': shutdown/resize from its own worker would "
+                        "wait for itself");
+    }
+    std::lock_guard<std::mutex> lifecycle(lifecycle_mutex);  // one shutdown/resize at a time
+    {
+      // Every queue lock held: no injection can be in flight while `stopping` flips.
+      std::vector<std::unique_lock<std::mutex>> locks;
+      for (auto& q : injection) locks.emplace_back(q.mutex);
+      stopping.store(true, std::memory_order_release);  // workers read it with acquire to exit
+    }
+    std::size_t dropped = run_pending ? 0 : drain(false);
+    event_count.stop();
+    for (auto& w : workers) {
+      if (w->thread.joinable()) w->thread.join();
+    }
+    live_workers.store(0, std::memory_order_release);  // a count only
+    // Workers exit only when they find nothing, but an outside producer may have injected a
+    // must_run task after their last look: run (or drop) what is left on this thread.
+    dropped += drain(run_pending);
+    return dropped;
+  }
 };
 
 ThreadPool::ThreadPool(PoolOptions options) : impl_(std::make_unique<Impl>()) {
   impl_->options = std::move(options);
-  resize(impl_->options.num_workers);
+  impl_->start(impl_->options.num_workers);
 }
 
-ThreadPool::~ThreadPool() { shutdown(true); }
+ThreadPool::~ThreadPool() {
+  try {
+    impl_->shutdown(true);
+  } catch (...) {
+    // Destroyed from its own worker: nothing sane to do but leak the threads' work.
+  }
+}
 
 void ThreadPool::schedule(std::function<void()> task) {
-  {
-    std::lock_guard<std::mutex> lock(impl_->mutex);
-    if (impl_->stopping) throw OpError(ErrorCode::kCancelled, "thread pool is shut down");
-    impl_->queue.push_back(std::move(task));
+  schedule_task(std::make_unique<FunctionTask>(std::move(task)));
+}
+
+void ThreadPool::schedule_task(std::unique_ptr<Task> task) {
+  Task* raw = task.release();
+  if (!impl_->push(raw)) {
+    delete raw;
+    throw OpError(ErrorCode::kCancelled, "thread pool '" + impl_->options.name + "' is shut down");
   }
-  impl_->cv.notify_one();
 }
 
 bool ThreadPool::try_run_one() {
-  std::function<void()> task;
-  {
-    std::lock_guard<std::mutex> lock(impl_->mutex);
-    if (impl_->queue.empty()) return false;
-    task = std::move(impl_->queue.front());
-    impl_->queue.pop_front();
-  }
-  task();
+  const int self = impl_->is_own_worker() ? t_worker.index : -1;
+  thread_local std::uint64_t rng = 0x9E3779B97F4A7C15ull;
+  Counters& c = self >= 0 ? impl_->workers[static_cast<std::size_t>(self)]->counters
+                          : impl_->outside_counters;
+  Task* task = impl_->find_work(self, rng, c);
+  if (task == nullptr) return false;
+  run_and_delete(task);
+  c.add(c.tasks_run);
   return true;
 }
 
-int ThreadPool::num_workers() const noexcept { return impl_->options.num_workers; }
+int ThreadPool::num_workers() const noexcept {
+  return impl_->live_workers.load(std::memory_order_acquire);  // a count; pairs with start()
+}
 
 void ThreadPool::resize(int num_workers) {
-  shutdown(true);
-  std::lock_guard<std::mutex> lock(impl_->mutex);
-  impl_->stopping = false;
-  impl_->options.num_workers = num_workers;
-  for (int i = 0; i < num_workers; ++i) {
-    impl_->workers.emplace_back([this] {
-      for (;;) {
-        std::function<void()> task;
-        {
-          std::unique_lock<std::mutex> lock(impl_->mutex);
-          impl_->cv.wait(lock, [this] { return impl_->stopping || !impl_->queue.empty(); });
-          if (impl_->queue.empty()) return;
-          task = std::move(impl_->queue.front());
-          impl_->queue.pop_front();
-        }
-        task();
-      }
-    });
+  if (num_workers < 0) {
+    throw_invalid_argument("ThreadPool::resize: num_workers must be >= 0, got " +
+                           std::to_string(num_workers));
   }
+  impl_->shutdown(true);
+  std::lock_guard<std::mutex> lifecycle(impl_->lifecycle_mutex);  // one resize at a time
+  impl_->start(num_workers);
 }
 
-std::size_t ThreadPool::shutdown(bool run_pending) {
-  std::size_t dropped = 0;
-  {
-    std::lock_guard<std::mutex> lock(impl_->mutex);
-    impl_->stopping = true;
-    if (!run_pending) {
-      dropped = impl_->queue.size();
-      impl_->queue.clear();
-    }
-  }
-  impl_->cv.notify_all();
-  for (auto& t : impl_->workers) t.join();
-  impl_->workers.clear();
-  while (try_run_one()) {
-  }
-  return dropped;
+std::size_t ThreadPool::shutdown(bool run_pending) { return impl_->shutdown(run_pending); }
+
+int ThreadPool::current_worker_index() const noexcept {
+  return impl_->is_own_worker() ? t_worker.index : -1;
 }
 
-int ThreadPool::current_worker_index() const noexcept { return -1; }
-std::vector<long> ThreadPool::worker_thread_ids() const { return {}; }
-PoolStats ThreadPool::stats() const { return impl_->stats; }
-void ThreadPool::reset_stats() { impl_->stats = PoolStats{}; }
+std::vector<long> ThreadPool::worker_thread_ids() const {
+  std::vector<long> ids;
+  if (num_workers() == 0) return ids;
+  for (const auto& w : impl_->workers) {
+    ids.push_back(w->tid.load(std::memory_order_acquire));  // pairs with the worker's store
+  }
+  return ids;
+}
+
+PoolStats ThreadPool::stats() const {
+  PoolStats s;
+  auto add = [&s](const Counters& c) {
+    // relaxed: statistics only.
+    s.tasks_run += c.tasks_run.load(std::memory_order_relaxed);
+    s.steals += c.steals.load(std::memory_order_relaxed);
+    s.parks += c.parks.load(std::memory_order_relaxed);
+    s.wakeups += c.wakeups.load(std::memory_order_relaxed);
+    s.injected += c.injected.load(std::memory_order_relaxed);
+  };
+  for (const auto& w : impl_->workers) add(w->counters);
+  add(impl_->outside_counters);
+  return s;
+}
+
+void ThreadPool::reset_stats() {
+  for (auto& w : impl_->workers) w->counters.reset();
+  impl_->outside_counters.reset();
+}
+
 const PoolOptions& ThreadPool::options() const noexcept { return impl_->options; }
+
+int ThreadPool::idle_workers() const noexcept { return impl_->event_count.idle_workers(); }
 
 }  // namespace opweave

@@ -1,12 +1,24 @@
 // ThreadPool: the work-stealing pool that runs intra-op chunks and inter-op nodes.
 //
-// PLACEHOLDER API CONTRACT (the foundation issue replaces the implementation, keeping the API).
-//
-//   ThreadPool pool(PoolOptions{.num_workers = 3, .name = "intra-op"});
+//   ThreadPool pool(PoolOptions{3, "intra-op"});
 //   pool.schedule([] { do_work(); });          // fire-and-forget
 //   parallel_for(&pool, 0, n, 1024, body);     // see parallel_for.h
+//
+// Design (DESIGN.md, "The two pools"):
+// - Each worker owns a bounded WorkStealingDeque (work_stealing_deque.h). A task scheduled by a
+//   worker of this pool goes to the bottom of its own deque (LIFO for itself, stolen FIFO by
+//   others); if the deque is full it goes to an injection queue.
+// - Threads outside the pool put tasks into one of a few mutex-protected injection queues
+//   (picked by thread, so unrelated producers rarely share a lock).
+// - An idle worker looks in its own deque, then the injection queues, then steals from a random
+//   victim; it spins for options().spin_time_us, then parks (EventCount two-phase wait,
+//   event_count.h). A new task wakes one sleeper only when no worker is searching already; the
+//   last searcher to find work wakes one more. A parked worker uses no CPU.
+// - Tasks that throw: the exception is swallowed by the worker (schedule() is fire-and-forget;
+//   parallel_for catches and forwards its own exceptions).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -15,52 +27,81 @@
 
 namespace opweave {
 
+// Worker pinning. kCompact: worker i on the i-th CPU of the process's affinity mask (neighbours
+// share caches). kScatter: workers spread evenly over the mask. Both follow the CPU numbering of
+// the mask, not a topology map. kNone: the OS decides.
 enum class Affinity { kNone, kCompact, kScatter };
 
 struct PoolOptions {
-  int num_workers = 1;              // worker threads owned by the pool (>= 0)
-  std::string name = "pool";        // workers are named "<name> <index>" for debuggers and traces
-  std::int64_t spin_time_us = 50;   // how long an idle worker spins before it parks; 0 = never spin
+  int num_workers = 1;             // worker threads owned by the pool (>= 0)
+  std::string name = "pool";       // workers are named "<name> <index>" for debuggers and traces
+  std::int64_t spin_time_us = 50;  // how long an idle worker spins before it parks; 0 = never spin
   Affinity affinity = Affinity::kNone;
 };
 
 struct PoolStats {
-  std::uint64_t tasks_run = 0;   // tasks completed by workers and helping callers
-  std::uint64_t steals = 0;      // tasks taken from another worker's deque
-  std::uint64_t parks = 0;       // times a worker went to sleep
-  std::uint64_t wakeups = 0;     // times a sleeping worker was woken
-  std::uint64_t injected = 0;    // tasks submitted from threads outside the pool
+  std::uint64_t tasks_run = 0;  // tasks completed by workers and helping callers
+  std::uint64_t steals = 0;     // tasks taken from another worker's deque
+  std::uint64_t parks = 0;      // times a worker went to sleep
+  std::uint64_t wakeups = 0;    // times a sleeping worker was woken
+  std::uint64_t injected = 0;   // tasks submitted from threads outside the pool
+};
+
+// A unit of work the pool owns: run() once, then deleted by the pool. schedule() wraps a
+// std::function in one; parallel_for uses its own subclass to avoid that allocation.
+class Task {
+ public:
+  virtual ~Task() = default;
+  virtual void run() = 0;
+  // True when a thread waits for this task (a parallel_for chunk): shutdown(false) then runs it
+  // instead of dropping it, and it is accepted even while the pool shuts down.
+  virtual bool must_run() const noexcept { return false; }
 };
 
 class ThreadPool {
  public:
+  // Starts options.num_workers threads and returns once each has registered its thread id.
   explicit ThreadPool(PoolOptions options);
   ~ThreadPool();  // runs every queued task, then joins the workers
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
 
-  // Fire-and-forget. Thread-safe. Throws OpError(kCancelled) after shutdown().
+  // Fire-and-forget. Thread-safe. Throws OpError(kCancelled) after shutdown() (from a thread
+  // outside the pool; the pool's own workers may still schedule while it drains). On a pool with
+  // zero workers the task runs only when some thread calls try_run_one() or shutdown().
   void schedule(std::function<void()> task);
+  // Same, for a Task the pool takes ownership of. Thread-safe.
+  void schedule_task(std::unique_ptr<Task> task);
   // Runs one queued task on the calling thread if there is one (waiting threads help instead of
   // blocking). Thread-safe. Returns false when nothing was found.
   bool try_run_one();
   // Thread-safe; the number of worker threads (the caller of parallel_for adds one more).
+  // 0 after shutdown().
   int num_workers() const noexcept;
-  // Between uses: waits until every queued task has run, then rebuilds the workers.
+  // Between uses: waits until every queued task has run, then rebuilds the workers. Not
+  // thread-safe against concurrent schedule()/parallel_for on this pool; throws
+  // OpError(kFailedPrecondition) when called from one of its own workers. Reopens a shut-down pool.
   void resize(int num_workers);
   // Runs (run_pending) or drops every queued task, then joins. Idempotent. Returns how many
-  // tasks were dropped.
+  // tasks were dropped (tasks a thread waits for, see Task::must_run, are run, not dropped).
+  // Thread-safe; throws OpError(kFailedPrecondition) from one of its own workers.
   std::size_t shutdown(bool run_pending = true);
-  // Index of the calling thread among this pool's workers, or -1.
+  // Index of the calling thread among this pool's workers, or -1. Thread-safe.
   int current_worker_index() const noexcept;
-  // Kernel thread ids (gettid) of the workers, for traces.
+  // Kernel thread ids (gettid) of the workers, for traces. Thread-safe between resizes.
   std::vector<long> worker_thread_ids() const;
+  // Sums of per-worker counters (relaxed reads: exact once the pool is quiet). Thread-safe.
   PoolStats stats() const;
+  // Zeroes every counter. Thread-safe (increments racing with it may survive).
   void reset_stats();
+  // The options the pool runs with (num_workers follows resize()). Thread-safe between resizes.
   const PoolOptions& options() const noexcept;
+  // Workers searching for work or asleep right now: a hint for lazy splitting. Thread-safe.
+  int idle_workers() const noexcept;
+
+  struct Impl;
 
  private:
-  struct Impl;
   std::unique_ptr<Impl> impl_;
 };
 

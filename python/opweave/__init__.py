@@ -23,7 +23,8 @@ except ImportError as exc:  # pragma: no cover - exercised only on broken instal
     ) from exc
 
 from . import errors, kernels
+from ._pool import parallel_info
 
-__all__ = ["__version__", "errors", "kernels"]
+__all__ = ["__version__", "errors", "kernels", "parallel_info"]
 
 del _core

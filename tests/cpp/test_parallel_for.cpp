@@ -1,0 +1,284 @@
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <mutex>
+#include <random>
+#include <set>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include "opweave/parallel_for.h"
+#include "testing.h"
+#include "wait_until.h"
+
+using namespace opweave;
+using opweave::testing::wait_until;
+
+namespace {
+
+// A pool for "N threads" in the honest sense: the caller plus N - 1 workers.
+ThreadPool make_pool(int threads, std::int64_t spin_us = 50) {
+  PoolOptions o;
+  o.num_workers = threads - 1;
+  o.name = "pf";
+  o.spin_time_us = spin_us;
+  return ThreadPool(o);
+}
+
+}  // namespace
+
+OPWEAVE_TEST(
+    every_index_is_covered_once_by_grain_aligned_chunks_for_random_ranges_and_1_to_8_threads) {
+  std::mt19937_64 rng(42);
+  for (int threads = 1; threads <= 8; ++threads) {
+    ThreadPool pool = make_pool(threads);
+    for (int round = 0; round < 40; ++round) {
+      const std::int64_t begin = static_cast<std::int64_t>(rng() % 2000) - 1000;
+      const std::int64_t n = static_cast<std::int64_t>(rng() % 20000);
+      const std::int64_t grain = 1 + static_cast<std::int64_t>(rng() % (round % 2 ? 7 : 700));
+      std::vector<std::atomic<int>> hits(static_cast<std::size_t>(n));
+      std::atomic<int> out_of_range{0}, short_chunks{0}, off_lattice{0};
+      parallel_for(&pool, begin, begin + n, grain, [&](std::int64_t b, std::int64_t e) {
+        if (b < begin || e > begin + n || b >= e) out_of_range.fetch_add(1);
+        if (e - b < std::min(grain, n)) short_chunks.fetch_add(1);
+        if ((b - begin) % grain != 0) off_lattice.fetch_add(1);
+        for (std::int64_t i = b; i < e; ++i) hits[static_cast<std::size_t>(i - begin)]++;
+      });
+      int wrong = 0;
+      for (auto& h : hits) wrong += h.load() != 1;
+      OPWEAVE_CHECK_EQ(wrong, 0);
+      OPWEAVE_CHECK_EQ(out_of_range.load(), 0);
+      OPWEAVE_CHECK_EQ(short_chunks.load(), 0);  // grain is the smallest chunk
+      OPWEAVE_CHECK_EQ(off_lattice.load(), 0);   // chunks start at begin + k * grain
+    }
+  }
+}
+
+OPWEAVE_TEST(empty_and_reversed_ranges_call_nothing) {
+  ThreadPool pool = make_pool(4);
+  int calls = 0;
+  parallel_for(&pool, 5, 5, 1, [&](std::int64_t, std::int64_t) { ++calls; });
+  parallel_for(&pool, 5, 2, 1, [&](std::int64_t, std::int64_t) { ++calls; });
+  OPWEAVE_CHECK_EQ(calls, 0);
+}
+
+OPWEAVE_TEST(chunks_run_on_several_threads_at_once_but_never_more_than_n) {
+  for (int threads : {2, 4}) {
+    ThreadPool pool = make_pool(threads);
+    std::mutex mutex;
+    std::set<std::thread::id> seen;
+    std::atomic<int> running{0}, max_running{0};
+    std::atomic<bool> gave_up{false};
+    // Each index waits until two threads have been seen: a serial loop would never finish.
+    parallel_for(&pool, 0, 64, 1, [&](std::int64_t, std::int64_t) {
+      const int now = running.fetch_add(1) + 1;
+      int prev = max_running.load();
+      while (now > prev && !max_running.compare_exchange_weak(prev, now)) {
+      }
+      {
+        std::lock_guard<std::mutex> lock(mutex);
+        seen.insert(std::this_thread::get_id());
+      }
+      if (!wait_until([&] {
+            std::lock_guard<std::mutex> lock(mutex);
+            return seen.size() >= 2;
+          })) {
+        gave_up.store(true);
+      }
+      running.fetch_sub(1);
+    });
+    OPWEAVE_CHECK(!gave_up.load());
+    OPWEAVE_CHECK(seen.size() >= 2);
+    OPWEAVE_CHECK(static_cast<int>(seen.size()) <= threads);
+    OPWEAVE_CHECK(max_running.load() <= threads);
+  }
+}
+
+OPWEAVE_TEST(the_calling_thread_runs_a_share) {
+  ThreadPool pool = make_pool(4);
+  std::atomic<int> on_caller{0};
+  const auto caller = std::this_thread::get_id();
+  parallel_for(&pool, 0, 1000, 1, [&](std::int64_t b, std::int64_t e) {
+    if (std::this_thread::get_id() == caller) on_caller.fetch_add(static_cast<int>(e - b));
+  });
+  OPWEAVE_CHECK(on_caller.load() > 0);
+}
+
+OPWEAVE_TEST(nested_parallel_for_covers_everything_for_1_to_8_threads) {
+  for (int threads = 1; threads <= 8; ++threads) {
+    ThreadPool pool = make_pool(threads);
+    const int outer = 16, inner = 3000;
+    std::vector<std::atomic<int>> hits(static_cast<std::size_t>(outer * inner));
+    parallel_for(&pool, 0, outer, 1, [&](std::int64_t ob, std::int64_t oe) {
+      for (std::int64_t o = ob; o < oe; ++o) {
+        parallel_for(&pool, 0, inner, 7, [&](std::int64_t b, std::int64_t e) {
+          for (std::int64_t i = b; i < e; ++i) hits[static_cast<std::size_t>(o * inner + i)]++;
+        });
+      }
+    });
+    int wrong = 0;
+    for (auto& h : hits) wrong += h.load() != 1;
+    OPWEAVE_CHECK_EQ(wrong, 0);
+  }
+}
+
+// Every worker of an "inter-op" pool blocks in a parallel_for on a small "intra-op" pool, and
+// every intra worker is itself inside a nested loop: waiting threads must help, not block.
+OPWEAVE_TEST(parallel_for_from_every_worker_of_another_pool_does_not_deadlock) {
+  for (int intra_threads : {1, 2, 3}) {
+    ThreadPool intra = make_pool(intra_threads);
+    PoolOptions o;
+    o.num_workers = 4;
+    o.name = "inter";
+    ThreadPool inter(o);
+    std::atomic<int> done{0};
+    std::atomic<long> sum{0};
+    for (int t = 0; t < 8; ++t) {
+      inter.schedule([&] {
+        parallel_for(&intra, 0, 200, 1, [&](std::int64_t b, std::int64_t e) {
+          parallel_for(&intra, 0, 50, 1, [&](std::int64_t ib, std::int64_t ie) {
+            sum.fetch_add((e - b) * (ie - ib));
+          });
+        });
+        done.fetch_add(1);
+      });
+    }
+    OPWEAVE_CHECK(wait_until([&] { return done.load() == 8; }));
+    OPWEAVE_CHECK_EQ(sum.load(), 8L * 200 * 50);
+  }
+}
+
+OPWEAVE_TEST(the_first_exception_is_rethrown_after_every_chunk_finished) {
+  for (int threads = 1; threads <= 8; threads *= 2) {
+    ThreadPool pool = make_pool(threads);
+    std::atomic<int> in_flight{0};
+    bool caught = false;
+    try {
+      parallel_for(&pool, 0, 10000, 10, [&](std::int64_t b, std::int64_t e) {
+        in_flight.fetch_add(1);
+        std::this_thread::yield();
+        if (b <= 5000 && 5000 < e) {
+          in_flight.fetch_sub(1);
+          throw std::runtime_error("index 5000");
+        }
+        if (b <= 7000 && 7000 < e) {
+          in_flight.fetch_sub(1);
+          throw std::logic_error("index 7000");
+        }
+        in_flight.fetch_sub(1);
+      });
+    } catch (const std::runtime_error& e) {
+      caught = std::strcmp(e.what(), "index 5000") == 0;
+    } catch (const std::logic_error& e) {
+      caught = std::strcmp(e.what(), "index 7000") == 0;
+    }
+    OPWEAVE_CHECK(caught);
+    OPWEAVE_CHECK_EQ(in_flight.load(), 0);  // nothing still runs once the caller sees the error
+    // The pool stays usable.
+    std::atomic<int> covered{0};
+    parallel_for(&pool, 0, 100, 1, [&](std::int64_t b, std::int64_t e) {
+      covered.fetch_add(static_cast<int>(e - b));
+    });
+    OPWEAVE_CHECK_EQ(covered.load(), 100);
+  }
+}
+
+OPWEAVE_TEST(a_cheap_loop_runs_inline_in_one_call_on_the_caller) {
+  ThreadPool pool = make_pool(4);
+  int calls = 0;
+  std::int64_t first = -1, last = -1;
+  std::thread::id who;
+  parallel_for(
+      &pool, 0, 1000, 1,
+      [&](std::int64_t b, std::int64_t e) {
+        ++calls;
+        first = b;
+        last = e;
+        who = std::this_thread::get_id();
+      },
+      /*cost_per_element=*/2.0);
+  OPWEAVE_CHECK_EQ(calls, 1);
+  OPWEAVE_CHECK_EQ(first, 0);
+  OPWEAVE_CHECK_EQ(last, 1000);
+  OPWEAVE_CHECK(who == std::this_thread::get_id());
+}
+
+OPWEAVE_TEST(the_cost_hint_coarsens_chunks_to_whole_grains_of_min_chunk_cycles) {
+  ThreadPool pool = make_pool(4);
+  std::atomic<std::int64_t> smallest{1 << 30};
+  std::atomic<int> off_lattice{0};
+  const double cost = 100.0;  // cycles per index: chunks of >= 100 indices
+  const std::int64_t grain = 7;
+  parallel_for(
+      &pool, 3, 100003, grain,
+      [&](std::int64_t b, std::int64_t e) {
+        if ((b - 3) % grain != 0) off_lattice.fetch_add(1);
+        std::int64_t prev = smallest.load();
+        while (e - b < prev && !smallest.compare_exchange_weak(prev, e - b)) {
+        }
+      },
+      cost);
+  OPWEAVE_CHECK(smallest.load() >= static_cast<std::int64_t>(kMinChunkCycles / cost));
+  OPWEAVE_CHECK_EQ(off_lattice.load(), 0);
+}
+
+OPWEAVE_TEST(a_null_pool_or_no_workers_runs_serially_on_the_caller) {
+  ThreadPool none = make_pool(1);
+  for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &none}) {
+    std::set<std::thread::id> seen;
+    std::int64_t covered = 0;
+    parallel_for(pool, 0, 5000, 3, [&](std::int64_t b, std::int64_t e) {
+      seen.insert(std::this_thread::get_id());
+      covered += e - b;
+    });
+    OPWEAVE_CHECK_EQ(covered, 5000);
+    OPWEAVE_CHECK(seen.size() == 1 && *seen.begin() == std::this_thread::get_id());
+  }
+}
+
+OPWEAVE_TEST(parallel_reduce_is_bit_identical_for_1_to_8_threads) {
+  std::mt19937_64 rng(7);
+  std::vector<double> x(100003);
+  // Mixed magnitudes: a different summation order would change the low bits.
+  for (auto& v : x)
+    v = std::ldexp(static_cast<double>(rng() % 1000000) - 500000.0,
+                   static_cast<int>(rng() % 60) - 30);
+  auto reduce = [&](ThreadPool* pool) {
+    return parallel_reduce(
+        pool, 0, static_cast<std::int64_t>(x.size()), 1000, 0.0,
+        [&](std::int64_t b, std::int64_t e) {
+          double s = 0;
+          for (std::int64_t i = b; i < e; ++i) s += x[static_cast<std::size_t>(i)];
+          return s;
+        },
+        [](double a, double b) { return a + b; });
+  };
+  const double serial = reduce(nullptr);
+  for (int threads = 1; threads <= 8; ++threads) {
+    ThreadPool pool = make_pool(threads);
+    for (int round = 0; round < 5; ++round) {
+      const double got = reduce(&pool);
+      OPWEAVE_CHECK(std::memcmp(&got, &serial, sizeof(double)) == 0);
+    }
+  }
+}
+
+OPWEAVE_TEST(many_threads_can_share_one_pool_at_once) {
+  ThreadPool pool = make_pool(3);
+  std::atomic<long> total{0};
+  std::vector<std::thread> callers;
+  for (int t = 0; t < 4; ++t) {
+    callers.emplace_back([&] {
+      for (int r = 0; r < 20; ++r) {
+        parallel_for(&pool, 0, 1000, 4,
+                     [&](std::int64_t b, std::int64_t e) { total.fetch_add(e - b); });
+      }
+    });
+  }
+  for (auto& c : callers) c.join();
+  OPWEAVE_CHECK_EQ(total.load(), 4L * 20 * 1000);
+}
+
+OPWEAVE_TEST_MAIN()

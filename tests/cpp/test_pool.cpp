@@ -1,0 +1,312 @@
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "opweave/errors.h"
+#include "opweave/thread_pool.h"
+#include "testing.h"
+#include "wait_until.h"
+
+using namespace opweave;
+using opweave::testing::wait_until;
+
+namespace {
+
+PoolOptions opts(int workers, std::int64_t spin_us = 50) {
+  PoolOptions o;
+  o.num_workers = workers;
+  o.name = "test";
+  o.spin_time_us = spin_us;
+  return o;
+}
+
+// CPU time (ns) a thread of this process has used, from /proc (schedstat: ns on CPU; falls back
+// to utime + stime clock ticks from stat).
+long long thread_cpu_ns(long tid) {
+  const std::string dir = "/proc/self/task/" + std::to_string(tid);
+  std::ifstream sched(dir + "/schedstat");
+  long long ns = 0;
+  if (sched >> ns) return ns;
+  std::ifstream stat(dir + "/stat");
+  std::string line;
+  std::getline(stat, line);
+  const std::size_t close = line.rfind(')');
+  if (close == std::string::npos) return -1;
+  std::istringstream rest(line.substr(close + 2));
+  std::string field;
+  long long utime = 0, stime = 0;
+  for (int i = 3; i <= 15 && rest >> field; ++i) {
+    if (i == 14) utime = std::stoll(field);
+    if (i == 15) stime = std::stoll(field);
+  }
+  return (utime + stime) * (1000000000LL / sysconf(_SC_CLK_TCK));
+}
+
+// Sets *flag when destroyed without having run (dropped by the pool).
+class DropSentinel final : public Task {
+ public:
+  explicit DropSentinel(std::atomic<bool>* flag) : flag_(flag) {}
+  ~DropSentinel() override {
+    if (!ran_) flag_->store(true);
+  }
+  void run() override { ran_ = true; }
+
+ private:
+  std::atomic<bool>* flag_;
+  bool ran_ = false;
+};
+
+}  // namespace
+
+OPWEAVE_TEST(every_scheduled_task_runs_once_from_outside_and_inside) {
+  for (int workers : {1, 2, 4}) {
+    ThreadPool pool(opts(workers));
+    std::atomic<int> ran{0};
+    const int n = 2000;
+    for (int i = 0; i < n; ++i) {
+      pool.schedule([&] {
+        ran.fetch_add(1);
+        // Tasks scheduled by a worker go to its own deque (and are stolen by others).
+        pool.schedule([&] { ran.fetch_add(1); });
+      });
+    }
+    OPWEAVE_CHECK(wait_until([&] { return ran.load() == 2 * n; }));
+    pool.shutdown();  // counters are bumped after a task returns: let the workers finish
+    OPWEAVE_CHECK_EQ(pool.stats().injected, static_cast<std::uint64_t>(n));
+    OPWEAVE_CHECK_EQ(pool.stats().tasks_run, static_cast<std::uint64_t>(2 * n));
+  }
+}
+
+// N/2 tasks spin until the other N/2 have run: finishes only if sleeping workers are woken for
+// the later tasks while the first ones keep their workers busy (no lost or withheld wake-up).
+OPWEAVE_TEST(half_the_workers_blocked_do_not_starve_the_other_half) {
+  for (int workers : {2, 4, 8}) {
+    for (std::int64_t spin : {0, 50}) {
+      for (int round = 0; round < 10; ++round) {
+        ThreadPool pool(opts(workers, spin));
+        std::atomic<int> others_done{0};
+        std::atomic<bool> gave_up{false};
+        const int half = workers / 2;
+        auto blocker = [&] {
+          if (!wait_until([&] { return others_done.load() == half; })) gave_up.store(true);
+        };
+        if (round % 2 == 0) {  // from outside: injection queues
+          for (int i = 0; i < half; ++i) pool.schedule(blocker);
+          for (int i = 0; i < half; ++i) pool.schedule([&] { others_done.fetch_add(1); });
+        } else {  // from a worker: its own deque, so the others must steal
+          pool.schedule([&] {
+            for (int i = 0; i < half; ++i) pool.schedule(blocker);
+            for (int i = 0; i < half; ++i) pool.schedule([&] { others_done.fetch_add(1); });
+          });
+        }
+        OPWEAVE_CHECK(wait_until([&] { return others_done.load() == half; }));
+        pool.shutdown();
+        OPWEAVE_CHECK(!gave_up.load());
+      }
+    }
+  }
+}
+
+OPWEAVE_TEST(one_task_on_an_idle_pool_wakes_at_most_two_workers) {
+  ThreadPool pool(opts(8));
+  OPWEAVE_CHECK(wait_until([&] { return pool.stats().parks == 8; }));
+  pool.reset_stats();
+  std::atomic<bool> ran{false};
+  pool.schedule([&] { ran.store(true); });
+  OPWEAVE_CHECK(wait_until([&] { return ran.load() && pool.stats().parks >= 1; }));
+  // The one notified, plus the one it passes the baton to (it was the last searcher).
+  const PoolStats s = pool.stats();
+  OPWEAVE_CHECK(s.wakeups >= 1);
+  OPWEAVE_CHECK(s.wakeups <= 2);
+}
+
+namespace {
+// CPU time (ns) the pool's workers use while `during` runs.
+template <typename F>
+long long workers_cpu_ns(ThreadPool& pool, F&& during) {
+  const std::vector<long> tids = pool.worker_thread_ids();
+  auto total = [&] {
+    long long sum = 0;
+    for (long t : tids) sum += thread_cpu_ns(t);
+    return sum;
+  };
+  const long long before = total();
+  during();
+  return total() - before;
+}
+}  // namespace
+
+OPWEAVE_TEST(idle_workers_use_no_cpu_after_spinning) {
+  ThreadPool pool(opts(4, 50));
+  // Control: the measurement sees a worker that computes (a busy task of 300 ms).
+  std::atomic<bool> busy_done{false};
+  const long long busy = workers_cpu_ns(pool, [&] {
+    pool.schedule([&] {
+      const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(300);
+      while (std::chrono::steady_clock::now() < until) {
+      }
+      busy_done.store(true);
+    });
+    OPWEAVE_CHECK(wait_until([&] { return busy_done.load(); }));
+  });
+  // (Only > 1 ms: on a loaded machine the busy worker may get little of its 300 ms.)
+  OPWEAVE_CHECK(busy > 1000LL * 1000);
+
+  std::atomic<int> ran{0};
+  for (int i = 0; i < 100; ++i) pool.schedule([&] { ran.fetch_add(1); });
+  OPWEAVE_CHECK(wait_until([&] { return ran.load() == 100; }));
+  // Every park is followed by one wake-up once the worker runs again: parks - wakeups sleep now.
+  OPWEAVE_CHECK(wait_until([&] {
+    const PoolStats s = pool.stats();
+    return s.parks - s.wakeups == 4;
+  }));
+  const long long idle =
+      workers_cpu_ns(pool, [] { std::this_thread::sleep_for(std::chrono::seconds(1)); });
+  std::fprintf(stderr,
+               "idle CPU: 4 parked workers used %.3f ms of CPU in 1 s (control: a busy worker "
+               "used %.1f ms in 0.3 s)\n",
+               static_cast<double>(idle) / 1e6, static_cast<double>(busy) / 1e6);
+  // Generous: one spinning worker would use up to 1000 ms; sleeping ones use ~0.
+  OPWEAVE_CHECK(idle < 50LL * 1000 * 1000);
+}
+
+OPWEAVE_TEST(worker_ids_are_real_kernel_threads_and_workers_know_their_index) {
+  ThreadPool pool(opts(3));
+  const std::vector<long> tids = pool.worker_thread_ids();
+  OPWEAVE_CHECK_EQ(tids.size(), 3u);
+  OPWEAVE_CHECK_EQ(std::set<long>(tids.begin(), tids.end()).size(), 3u);
+  for (long t : tids) {
+    OPWEAVE_CHECK(std::ifstream("/proc/self/task/" + std::to_string(t) + "/stat").good());
+    OPWEAVE_CHECK(t != static_cast<long>(syscall(SYS_gettid)));
+  }
+  OPWEAVE_CHECK_EQ(pool.current_worker_index(), -1);
+  std::atomic<int> index{-2};
+  std::atomic<long> tid{0};
+  pool.schedule([&] {
+    tid.store(static_cast<long>(syscall(SYS_gettid)));
+    index.store(pool.current_worker_index());
+  });
+  OPWEAVE_CHECK(wait_until([&] { return index.load() != -2; }));
+  OPWEAVE_CHECK(index.load() >= 0 && index.load() < 3);
+  OPWEAVE_CHECK_EQ(tids[static_cast<std::size_t>(index.load())], tid.load());
+}
+
+OPWEAVE_TEST(shutdown_runs_every_pending_task) {
+  ThreadPool pool(opts(1));
+  std::atomic<bool> release{false};
+  std::atomic<int> ran{0};
+  pool.schedule([&] { wait_until([&] { return release.load(); }); });
+  for (int i = 0; i < 100; ++i) pool.schedule([&] { ran.fetch_add(1); });
+  std::thread releaser([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    release.store(true);
+  });
+  OPWEAVE_CHECK_EQ(pool.shutdown(true), 0u);
+  releaser.join();
+  OPWEAVE_CHECK_EQ(ran.load(), 100);
+  OPWEAVE_CHECK_EQ(pool.num_workers(), 0);
+}
+
+OPWEAVE_TEST(shutdown_without_running_drops_and_counts_pending_tasks) {
+  ThreadPool idle(opts(0));  // no worker: nothing runs until someone helps
+  std::atomic<int> ran{0};
+  for (int i = 0; i < 100; ++i) idle.schedule([&] { ran.fetch_add(1); });
+  OPWEAVE_CHECK_EQ(idle.shutdown(false), 100u);
+  OPWEAVE_CHECK_EQ(ran.load(), 0);
+
+  ThreadPool busy(opts(1));
+  std::atomic<bool> blocked{false}, release{false};
+  busy.schedule([&] {
+    blocked.store(true);
+    wait_until([&] { return release.load(); });
+  });
+  OPWEAVE_CHECK(wait_until([&] { return blocked.load(); }));
+  for (int i = 0; i < 100; ++i) busy.schedule([&] { ran.fetch_add(1); });
+  // Queued last: when the drop reaches it, every task before it was dropped; then the blocked
+  // worker is released so shutdown can join it.
+  busy.schedule_task(std::make_unique<DropSentinel>(&release));
+  OPWEAVE_CHECK_EQ(busy.shutdown(false), 101u);
+  OPWEAVE_CHECK_EQ(ran.load(), 0);
+}
+
+OPWEAVE_TEST(schedule_after_shutdown_is_cancelled) {
+  ThreadPool pool(opts(2));
+  pool.shutdown();
+  OPWEAVE_CHECK_EQ(pool.shutdown(), 0u);  // idempotent
+  bool cancelled = false;
+  try {
+    pool.schedule([] {});
+  } catch (const OpError& e) {
+    cancelled = e.code() == ErrorCode::kCancelled;
+  }
+  OPWEAVE_CHECK(cancelled);
+}
+
+OPWEAVE_TEST(resize_between_uses_changes_the_workers_and_keeps_working) {
+  ThreadPool pool(opts(2));
+  for (int n : {4, 1, 0, 3}) {
+    pool.resize(n);
+    OPWEAVE_CHECK_EQ(pool.num_workers(), n);
+    OPWEAVE_CHECK_EQ(pool.worker_thread_ids().size(), static_cast<std::size_t>(n));
+    std::atomic<int> ran{0};
+    for (int i = 0; i < 50; ++i) pool.schedule([&] { ran.fetch_add(1); });
+    if (n == 0) {
+      while (pool.try_run_one()) {
+      }
+    }
+    OPWEAVE_CHECK(wait_until([&] { return ran.load() == 50; }));
+  }
+}
+
+OPWEAVE_TEST(resize_or_shutdown_from_an_own_worker_is_refused_not_a_deadlock) {
+  ThreadPool pool(opts(1));
+  std::atomic<int> refused{0};
+  pool.schedule([&] {
+    try {
+      pool.resize(2);
+    } catch (const OpError& e) {
+      refused.fetch_add(e.code() == ErrorCode::kFailedPrecondition);
+    }
+    try {
+      pool.shutdown();
+    } catch (const OpError& e) {
+      refused.fetch_add(e.code() == ErrorCode::kFailedPrecondition);
+    }
+  });
+  pool.shutdown();
+  OPWEAVE_CHECK_EQ(refused.load(), 2);
+}
+
+OPWEAVE_TEST(a_throwing_task_does_not_kill_its_worker) {
+  ThreadPool pool(opts(1));
+  std::atomic<bool> ran{false};
+  pool.schedule([] { throw std::runtime_error("boom"); });
+  pool.schedule([&] { ran.store(true); });
+  OPWEAVE_CHECK(wait_until([&] { return ran.load(); }));
+}
+
+OPWEAVE_TEST(pinned_workers_each_run_on_one_cpu) {
+  for (Affinity a : {Affinity::kCompact, Affinity::kScatter}) {
+    PoolOptions o = opts(2);
+    o.affinity = a;
+    ThreadPool pool(o);
+    for (long tid : pool.worker_thread_ids()) {
+      cpu_set_t set;
+      CPU_ZERO(&set);
+      OPWEAVE_CHECK_EQ(sched_getaffinity(static_cast<pid_t>(tid), sizeof(set), &set), 0);
+      OPWEAVE_CHECK_EQ(CPU_COUNT(&set), 1);
+    }
+  }
+}
+
+OPWEAVE_TEST_MAIN()
