@@ -68,7 +68,11 @@ def _array(x: Any, op: str, name: str = "x") -> np.ndarray[Any, Any]:
         )
     if not arr.dtype.isnative:
         arr = arr.astype(arr.dtype.newbyteorder("="))
-    if any(s % arr.itemsize for s in arr.strides):
+    # Strides that are not whole elements (rare: views of structured arrays) are copied. Checked
+    # only for non-contiguous arrays: this runs on every call.
+    if not (arr.flags.c_contiguous or arr.flags.f_contiguous) and any(
+        s % arr.itemsize for s in arr.strides
+    ):
         arr = np.ascontiguousarray(arr)
     return arr
 
