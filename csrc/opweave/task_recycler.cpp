@@ -29,6 +29,9 @@ struct Block {
 struct Depot {
   std::mutex mutex;
   std::vector<Block*> batches;  // guarded by mutex
+  // batches.size(), readable without the lock: a thread that finds the depot empty (every task
+  // still alive, e.g. a burst of schedule()) must not pay a lock per allocation to learn it.
+  std::atomic<std::size_t> size{0};
 };
 Depot& depot() {
   static Depot* d = new Depot;  // never destroyed, see above
@@ -37,54 +40,75 @@ Depot& depot() {
 
 std::atomic<int> g_fail_next{0};
 
-struct Cache;
 thread_local bool t_cache_gone = false;  // trivially destructible: readable after ~Cache
 
+// Two magazines, so neither path walks a list: `loaded` (0..kTaskBatch blocks, allocations pop
+// it, frees push it) and `spare` (exactly kTaskBatch blocks, or empty). A full `loaded` becomes the
+// spare (the old spare goes to the depot); an empty one takes the spare or a depot batch.
 struct Cache {
-  Block* head = nullptr;
-  int count = 0;
+  Block* loaded = nullptr;
+  int count = 0;  // blocks in loaded
+  Block* spare = nullptr;
   ~Cache() {
     t_cache_gone = true;
-    while (head != nullptr) {
-      Block* b = head;
-      head = b->next;
+    free_list(loaded);
+    free_list(spare);
+  }
+  static void free_list(Block* b) noexcept {
+    while (b != nullptr) {
+      Block* next = b->next;
       ::operator delete(b);
+      b = next;
     }
   }
-  // Moves kTaskBatch blocks from the head of the list into the depot (or frees them when full).
-  void spill() noexcept {
-    Block* batch = head;
-    Block* last = head;
-    for (int i = 1; i < kTaskBatch; ++i) last = last->next;
-    head = last->next;
-    last->next = nullptr;
-    count -= kTaskBatch;
+  static void to_depot(Block* batch) noexcept {
     Depot& d = depot();
     {
       std::lock_guard<std::mutex> lock(d.mutex);  // guards batches
       if (d.batches.size() < static_cast<std::size_t>(kMaxDepotBatches)) {
         try {
           d.batches.push_back(batch);
+          d.size.store(d.batches.size(), std::memory_order_relaxed);  // a hint, see Depot::size
           return;
         } catch (...) {
           // no room for the pointer: free the batch below
         }
       }
     }
-    while (batch != nullptr) {
-      Block* b = batch;
-      batch = b->next;
-      ::operator delete(b);
-    }
+    free_list(batch);
   }
-  bool refill() noexcept {
-    Depot& d = depot();
-    std::lock_guard<std::mutex> lock(d.mutex);  // guards batches
-    if (d.batches.empty()) return false;
-    head = d.batches.back();
-    d.batches.pop_back();
-    count = kTaskBatch;
-    return true;
+  void put(Block* b) noexcept {
+    if (count == kTaskBatch) {
+      if (spare != nullptr) to_depot(spare);
+      spare = loaded;
+      loaded = nullptr;
+      count = 0;
+    }
+    b->next = loaded;
+    loaded = b;
+    ++count;
+  }
+  Block* take() noexcept {
+    if (loaded == nullptr) {
+      if (spare != nullptr) {
+        loaded = spare;
+        spare = nullptr;
+      } else {
+        Depot& d = depot();
+        // relaxed: a hint; a stale zero only means one fresh allocation, the lock decides.
+        if (d.size.load(std::memory_order_relaxed) == 0) return nullptr;
+        std::lock_guard<std::mutex> lock(d.mutex);  // guards batches
+        if (d.batches.empty()) return nullptr;
+        loaded = d.batches.back();
+        d.batches.pop_back();
+        d.size.store(d.batches.size(), std::memory_order_relaxed);  // a hint, see Depot::size
+      }
+      count = kTaskBatch;
+    }
+    Block* b = loaded;
+    loaded = b->next;
+    --count;
+    return b;
   }
 };
 thread_local Cache t_cache;
@@ -108,12 +132,8 @@ void* allocate_task_block(std::size_t size) {
   if (!kRecycle || size > kTaskBlockSize) return ::operator new(size);
   // Always a whole block: another thread may recycle it.
   if (t_cache_gone) return ::operator new(kTaskBlockSize);
-  Cache& c = t_cache;
-  if (c.head == nullptr && !c.refill()) return ::operator new(kTaskBlockSize);
-  Block* b = c.head;
-  c.head = b->next;
-  --c.count;
-  return b;
+  if (Block* b = t_cache.take()) return b;
+  return ::operator new(kTaskBlockSize);
 }
 
 void free_task_block(void* block, std::size_t size) noexcept {
@@ -122,11 +142,7 @@ void free_task_block(void* block, std::size_t size) noexcept {
     ::operator delete(block);
     return;
   }
-  Cache& c = t_cache;
-  Block* b = static_cast<Block*>(block);
-  b->next = c.head;
-  c.head = b;
-  if (++c.count >= 2 * kTaskBatch) c.spill();
+  t_cache.put(static_cast<Block*>(block));
 }
 
 void fail_task_allocations_for_testing(int n) noexcept {

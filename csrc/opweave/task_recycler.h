@@ -7,13 +7,13 @@
 //     static void operator delete(void* p, std::size_t size) { free_task_block(p, size); }
 //   };
 //
-// Each thread keeps a small free list (no atomics, no lock). Tasks are usually created on one
-// thread (a producer) and freed on another (the worker that ran them), so a free list that grows
-// past 2 * kTaskBatch hands kTaskBatch blocks to a global depot (one mutex acquisition per batch),
-// and an empty free list takes a whole batch from there: the lock is taken once per kTaskBatch
-// tasks, not per task. The depot keeps at most kMaxDepotBatches batches; beyond that, blocks go
-// back to the allocator. Under AddressSanitizer the blocks are plain new/delete, so use-after-free
-// of a task is still caught.
+// Each thread keeps two magazines of up to kTaskBatch blocks (no atomics, no lock, no list walk).
+// Tasks are usually created on one thread (a producer) and freed on another (the worker that ran
+// them), so a thread with two full magazines hands one to a global depot (one mutex acquisition
+// per batch), and a thread with none left takes a whole batch from there: the lock is taken once
+// per kTaskBatch tasks, not per task. The depot keeps at most kMaxDepotBatches batches; beyond
+// that, blocks go back to the allocator. Under AddressSanitizer the blocks are plain new/delete, so
+// use-after-free of a task is still caught.
 #pragma once
 
 #include <cstddef>

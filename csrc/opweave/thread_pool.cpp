@@ -467,6 +467,22 @@ void ThreadPool::schedule_task(std::unique_ptr<Task> task) {
     task.release();
     return;
   }
+  // Fast path: an open gate counts us in with one RMW. push() runs no user code, so this use need
+  // not be on the thread's Use stack (nothing below can call resize()).
+  // acquire: as in enter_gate().
+  if ((impl_->gate.fetch_add(1, std::memory_order_acquire) & Impl::kClosed) == 0) {
+    struct Leave {
+      Impl* impl;
+      ~Leave() { impl->leave_gate(); }  // also when push() throws
+    } leave{impl_.get()};
+    if (!impl_->push(task.get())) {
+      throw OpError(ErrorCode::kCancelled,
+                    "thread pool '" + impl_->options.name + "' is shut down");
+    }
+    task.release();
+    return;
+  }
+  impl_->leave_gate();  // closed: back out, then decide like any Use
   Use use(*this);
   if (!use.entered()) {
     // Resizing, and this thread is inside other pool work, where waiting could deadlock: run it
@@ -482,13 +498,15 @@ void ThreadPool::schedule_task(std::unique_ptr<Task> task) {
 }
 
 ThreadPool::Use::Use(ThreadPool& pool) : impl_(pool.impl_.get()), prev_(t_use_top) {
-  if (impl_->is_own_worker() || impl_->held_by_this_thread()) {
+  if (prev_ == nullptr && t_worker.pool == nullptr) {
+    // Not nested in any pool work (the common case): count in, waiting if a resize runs.
+    mode_ = impl_->enter_gate(/*may_wait=*/true) ? kCounted : kNotEntered;
+  } else if (impl_->is_own_worker() || impl_->held_by_this_thread()) {
     mode_ = kFree;  // the pool cannot be rebuilt under us: a resize would wait for this thread
   } else {
-    // Wait only when this thread holds nothing: a thread inside pool work that waited for a
-    // resize could be what the resize (or the drain it does) waits for.
-    const bool may_wait = t_use_top == nullptr && t_worker.pool == nullptr;
-    mode_ = impl_->enter_gate(may_wait) ? kCounted : kNotEntered;
+    // Nested in other pool work: never wait for a resize, since this thread could be what the
+    // resize (or the drain it does) waits for.
+    mode_ = impl_->enter_gate(/*may_wait=*/false) ? kCounted : kNotEntered;
   }
   if (mode_ != kNotEntered) t_use_top = this;
 }
