@@ -68,7 +68,10 @@ class ThreadPool {
 
   // Fire-and-forget. Thread-safe. Throws OpError(kCancelled) after shutdown() (from a thread
   // outside the pool; the pool's own workers may still schedule while it drains). On a pool with
-  // zero workers the task runs only when some thread calls try_run_one() or shutdown().
+  // zero workers the task runs only when some thread calls try_run_one() or shutdown(). While a
+  // resize() runs, a call from outside waits for it, except on a thread already inside pool work
+  // (see Use), which runs the task itself. std::bad_alloc creating or queueing the task
+  // propagates; nothing was queued then.
   void schedule(std::function<void()> task);
   // Same, for a Task the pool takes ownership of. Thread-safe.
   void schedule_task(std::unique_ptr<Task> task);
