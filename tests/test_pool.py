@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
 from collections.abc import Iterator
 
 import numpy as np
@@ -123,6 +124,31 @@ def test_result_is_bit_identical_for_any_thread_count() -> None:
     assert len({r.hex() for r in results}) == 1
     expected = float(np.sum(np.sin(x)) + np.sum(np.sin(x + 1)))
     assert results[0] == pytest.approx(expected, rel=1e-9)
+
+
+@pytest.mark.usefixtures("restore_pools")
+def test_set_num_threads_from_another_thread_while_loops_run_keeps_results_exact() -> None:
+    x = np.linspace(-3.0, 3.0, 200_001)
+    expected = _pool.parallel_sin_sum(x, 1)
+    stop = threading.Event()
+    results: list[float] = []
+
+    def compute() -> None:
+        while not stop.is_set():
+            results.append(_pool.parallel_sin_sum(x, 1))
+
+    workers = [threading.Thread(target=compute) for _ in range(2)]
+    for w in workers:
+        w.start()
+    for i in range(40):
+        _pool.set_num_threads(1 + i % 4)
+        _pool.set_num_interop_threads(1 + i % 3)
+    stop.set()
+    for w in workers:
+        w.join(timeout=120)
+        assert not w.is_alive()
+    assert results
+    assert {r.hex() for r in results} == {expected.hex()}
 
 
 @pytest.mark.usefixtures("restore_pools")

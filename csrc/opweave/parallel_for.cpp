@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "opweave/spin.h"
+#include "opweave/task_recycler.h"
 
 namespace opweave {
 namespace {
@@ -57,7 +58,8 @@ struct Loop {
     }
   }
 
-  void run_range(std::int64_t b, std::int64_t e);
+  void run_range(std::int64_t b, std::int64_t e) noexcept;
+  bool split_off(std::int64_t b, std::int64_t e) noexcept;
 };
 
 class ChunkTask final : public Task {
@@ -70,24 +72,45 @@ class ChunkTask final : public Task {
     loop_->finish();
   }
   bool must_run() const noexcept override { return true; }
+  // Recycled blocks: a chunk is created on one thread and usually freed on another.
+  static void* operator new(std::size_t size) { return allocate_task_block(size); }
+  static void operator delete(void* p, std::size_t size) noexcept { free_task_block(p, size); }
 
  private:
   Loop* loop_;
   std::int64_t b_, e_;
 };
 
-void Loop::run_range(std::int64_t b, std::int64_t e) {
+// Pushes [b, e) as a chunk task. False when that failed (std::bad_alloc creating or queueing the
+// task, a pool that refused it): nothing was queued and the caller keeps the range.
+bool Loop::split_off(std::int64_t b, std::int64_t e) noexcept {
+  // relaxed: this thread holds a pending count itself, so pending cannot reach zero here;
+  // the task's publication through the pool orders everything else.
+  pending.fetch_add(1, std::memory_order_relaxed);
+  unclaimed.fetch_add(1, std::memory_order_relaxed);  // heuristic only
+  try {
+    pool->schedule_task(std::make_unique<ChunkTask>(this, b, e));
+    return true;
+  } catch (...) {
+    // relaxed: undoes the increments above; nobody saw the task, and we still hold a count.
+    pending.fetch_sub(1, std::memory_order_relaxed);
+    unclaimed.fetch_sub(1, std::memory_order_relaxed);
+    return false;
+  }
+}
+
+void Loop::run_range(std::int64_t b, std::int64_t e) noexcept {
+  bool may_split = true;  // false after a failed split: run the rest here
   while (e - b >= 2 * grain) {
     // relaxed: both are hints; a stale value makes one split early or late, never wrong.
     const int hungry = pool->idle_workers() + caller_waiting.load(std::memory_order_relaxed);
-    if (hungry > unclaimed.load(std::memory_order_relaxed) &&
+    if (may_split && hungry > unclaimed.load(std::memory_order_relaxed) &&
         !failed.load(std::memory_order_relaxed)) {
       const std::int64_t mid = b + (e - b) / 2 / grain * grain;  // stays on the grain lattice
-      // relaxed: this thread holds a pending count itself, so pending cannot reach zero here;
-      // the task's publication through the pool orders everything else.
-      pending.fetch_add(1, std::memory_order_relaxed);
-      unclaimed.fetch_add(1, std::memory_order_relaxed);               // heuristic only
-      pool->schedule_task(std::make_unique<ChunkTask>(this, mid, e));  // must_run: never refused
+      if (!split_off(mid, e)) {
+        may_split = false;
+        continue;
+      }
       // relaxed: if we miss the caller's flag it re-checks within kHelpRecheck anyway.
       if (caller_waiting.load(std::memory_order_relaxed) != 0) {
         std::lock_guard<std::mutex> lock(mutex);  // the caller tests its predicate under it
@@ -119,7 +142,15 @@ void parallel_for(ThreadPool* pool, std::int64_t begin, std::int64_t end, std::i
         std::ceil(kMinChunkCycles / cost_per_element / static_cast<double>(grain));
     if (multiple > 1) grain *= static_cast<std::int64_t>(multiple);
   }
-  if (pool == nullptr || pool->num_workers() == 0 || n < 2 * grain) {
+  if (pool == nullptr || n < 2 * grain) {
+    fn(begin, end);
+    return;
+  }
+  // Keeps a concurrent resize from rebuilding the pool under this loop (thread_pool.h). Not
+  // entered: the pool is being resized and this thread is nested in other pool work, so it runs
+  // the loop itself rather than wait.
+  ThreadPool::Use use(*pool);
+  if (!use.entered() || pool->num_workers() == 0) {
     fn(begin, end);
     return;
   }

@@ -23,6 +23,10 @@ struct GlobalPool {
   const char* name;
   bool intra;  // intra: workers = size - 1; inter: workers = size
   std::atomic<ThreadPool*> pool{nullptr};
+  // Serializes set_size() on this pool. Held while the resize waits for the pool's uses to drain,
+  // which g_mutex must not be: a use (a kernel inside a parallel_for) may read a size meanwhile.
+  // Lock order: resize_mutex before g_mutex.
+  std::mutex resize_mutex;
   bool explicit_size = false;  // guarded by g_mutex
   Setting setting;             // guarded by g_mutex; fixed once the pool exists
 };
@@ -135,8 +139,17 @@ Affinity affinity_setting(std::string* source) {
 
 int workers_for(const GlobalPool& g) { return g.intra ? g.setting.value - 1 : g.setting.value; }
 
-void atfork_prepare() { g_mutex.lock(); }  // no pool is half-created or half-resized at fork()
-void atfork_parent() { g_mutex.unlock(); }
+// No pool is half-created or half-resized at fork(). Lock order as in set_size.
+void atfork_prepare() {
+  g_intra.resize_mutex.lock();
+  g_inter.resize_mutex.lock();
+  g_mutex.lock();
+}
+void atfork_parent() {
+  g_mutex.unlock();
+  g_inter.resize_mutex.unlock();
+  g_intra.resize_mutex.unlock();
+}
 void atfork_child() {
   // The child is single-threaded: the forking thread holds g_mutex (taken in prepare).
   for (GlobalPool* g : {&g_intra, &g_inter}) {
@@ -147,6 +160,8 @@ void atfork_child() {
     }
   }
   g_mutex.unlock();
+  g_inter.resize_mutex.unlock();
+  g_intra.resize_mutex.unlock();
 }
 
 void install_atfork_once() {
@@ -185,12 +200,20 @@ void check_size(int n, const char* what) {
 
 void set_size(GlobalPool& g, int n, std::string source, const char* what) {
   check_size(n, what);
-  std::lock_guard<std::mutex> lock(g_mutex);  // settings + resize are one step
+  install_atfork_once();
+  std::lock_guard<std::mutex> resizing(g.resize_mutex);  // one set_size per pool at a time
+  std::unique_lock<std::mutex> lock(g_mutex);            // guards the settings and creation
   const Setting next = n == 0 ? default_setting(g.intra) : Setting{n, std::move(source)};
-  // Resize first: if it throws (called from one of the pool's own workers), nothing changed.
   // relaxed: g_mutex orders creation and this read.
-  if (ThreadPool* p = g.pool.load(std::memory_order_relaxed)) {
+  ThreadPool* p = g.pool.load(std::memory_order_relaxed);
+  if (p != nullptr) {
+    // The pool exists and stays (only fork's child drops it, and fork waits for resize_mutex);
+    // resize_mutex keeps other set_size calls out. Resize without g_mutex: it waits for the
+    // pool's uses, which may read settings. If it throws (called from inside the pool's own
+    // work), nothing changed.
+    lock.unlock();
     p->resize(g.intra ? next.value - 1 : next.value);
+    lock.lock();
   }
   g.explicit_size = n != 0;
   g.setting = next;

@@ -31,10 +31,12 @@
 // creates fresh pools of the same sizes. The child never touches the dead threads and never
 // hangs on them. fork() waits while another thread is creating or resizing a global pool.
 //
-// Thread-safety: every function is thread-safe. Resizing (set_*, and configure_* when it
-// applies) must happen between uses of that pool: no parallel_for or schedule() on it may be
-// running at the time (ThreadPool::resize); calling it from a worker of that pool throws
-// OpError(kFailedPrecondition).
+// Thread-safety: every function is thread-safe, and set_* may be called at any time from any
+// thread, also while other threads run parallel_for or schedule() on that pool: the resize waits
+// until the uses in flight have left, and new uses wait for it (ThreadPool::resize,
+// ThreadPool::Use). Calling set_* from inside that pool's own work (one of its workers, or a
+// parallel_for / task on it further up this thread's stack) throws OpError(kFailedPrecondition): it
+// would wait for itself.
 #pragma once
 
 #include <cstdint>

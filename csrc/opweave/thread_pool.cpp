@@ -16,6 +16,7 @@
 #include "opweave/errors.h"
 #include "opweave/event_count.h"
 #include "opweave/spin.h"
+#include "opweave/task_recycler.h"
 #include "opweave/work_stealing_deque.h"
 
 namespace opweave {
@@ -43,6 +44,9 @@ class FunctionTask final : public Task {
  public:
   explicit FunctionTask(std::function<void()> fn) : fn_(std::move(fn)) {}
   void run() override { fn_(); }
+  // Recycled blocks: one schedule() used to cost a malloc here and a free on another thread.
+  static void* operator new(std::size_t size) { return allocate_task_block(size); }
+  static void operator delete(void* p, std::size_t size) noexcept { free_task_block(p, size); }
 
  private:
   std::function<void()> fn_;
@@ -71,6 +75,8 @@ struct WorkerContext {
   int index = -1;
 };
 thread_local WorkerContext t_worker;
+// The Uses this thread holds, innermost first (linked through Use::prev_, on its own stack).
+thread_local ThreadPool::Use* t_use_top = nullptr;
 
 void run_and_delete(Task* task) noexcept {
   try {
@@ -115,9 +121,79 @@ struct ThreadPool::Impl {
   std::atomic<bool> stopping{false};
   EventCount event_count;
   Counters outside_counters;   // work done by helping threads that are not workers
+  Counters retired_counters;   // totals of workers retired by resize(); under workers_mutex
   std::mutex lifecycle_mutex;  // serializes shutdown() and resize()
+  // Guards replacing `workers` (start) against the readers that are not uses: stats(),
+  // reset_stats(), worker_thread_ids(). Hot paths never take it (see the use gate).
+  mutable std::mutex workers_mutex;
+
+  // The use gate (ThreadPool::Use, resize()). Bits 0..61: uses in flight; kClosed: a resize is
+  // waiting for them to leave or is rebuilding the workers. One word, so "enter" and "close" are
+  // RMWs of the same atomic and totally ordered: an enter either precedes the close (and is
+  // counted, so the resizer waits for it) or follows it (and sees kClosed, so it backs out).
+  static constexpr std::uint64_t kClosed = std::uint64_t{1} << 62;
+  alignas(64) std::atomic<std::uint64_t> gate{0};
+  std::mutex gate_mutex;  // only for sleeping: resizer waiting for uses, uses waiting to enter
+  std::condition_variable gate_cv;
 
   bool is_own_worker() const noexcept { return t_worker.pool == this; }
+
+  bool held_by_this_thread() const noexcept {
+    for (const ThreadPool::Use* u = t_use_top; u != nullptr; u = u->prev_) {
+      if (u->impl_ == this && u->mode_ != ThreadPool::Use::kNotEntered) return true;
+    }
+    return false;
+  }
+
+  // Counts a use in; false when the gate is closed and may_wait is false.
+  bool enter_gate(bool may_wait) {
+    for (;;) {
+      // acquire: pairs with open_gate()'s release, so a use that enters after a resize sees the
+      // rebuilt workers, deques and injection queues.
+      const std::uint64_t prev = gate.fetch_add(1, std::memory_order_acquire);
+      if ((prev & kClosed) == 0) return true;
+      leave_gate();  // closed: back out without touching the pool
+      if (!may_wait) return false;
+      std::unique_lock<std::mutex> lock(gate_mutex);  // open_gate() notifies under it
+      // relaxed: only decides when to retry; the retry's fetch_add acquires.
+      gate_cv.wait(lock, [&] { return (gate.load(std::memory_order_relaxed) & kClosed) == 0; });
+    }
+  }
+
+  void leave_gate() noexcept {
+    // release: everything this use did with the pool happens before the resizer's acquire load
+    // that sees the count reach zero (the later RMWs continue the release sequence).
+    const std::uint64_t prev = gate.fetch_sub(1, std::memory_order_release);
+    if (prev == (kClosed | 1)) {                     // the last use left while a resizer waits
+      std::lock_guard<std::mutex> lock(gate_mutex);  // the resizer tests its predicate under it
+      gate_cv.notify_all();
+    }
+  }
+
+  // Called with lifecycle_mutex held. Returns once no use is in flight.
+  void close_gate_and_drain() {
+    // relaxed: atomicity alone orders it against every enter (same atomic); the wait below
+    // acquires what the leaving uses did.
+    gate.fetch_or(kClosed, std::memory_order_relaxed);
+    std::unique_lock<std::mutex> lock(gate_mutex);  // leave_gate() notifies under it
+    gate_cv.wait(lock, [&] { return (gate.load(std::memory_order_acquire) & ~kClosed) == 0; });
+  }
+
+  void open_gate() noexcept {
+    // release: publishes the rebuilt pool to the uses that enter next (their fetch_add acquires).
+    gate.fetch_and(~kClosed, std::memory_order_release);
+    std::lock_guard<std::mutex> lock(gate_mutex);  // waiting uses test their predicate under it
+    gate_cv.notify_all();
+  }
+
+  void check_not_waiting_for_self(const char* what) const {
+    if (is_own_worker() || held_by_this_thread()) {
+      throw OpError(ErrorCode::kFailedPrecondition,
+                    "ThreadPool '" + options.name + "': " + what +
+                        " from inside its own work (a worker, or a thread in a parallel_for / "
+                        "task of this pool) would wait for itself");
+    }
+  }
 
   void start(int n) {
     if (n < 0)
@@ -126,10 +202,24 @@ struct ThreadPool::Impl {
     num_injection = std::max(1, std::min(kMaxInjectionQueues, n));
     event_count.reset();
     stopping.store(false, std::memory_order_relaxed);  // no worker runs yet
-    workers.clear();
+    std::vector<std::unique_ptr<Worker>> fresh;
     for (int i = 0; i < n; ++i) {
-      workers.push_back(std::make_unique<Worker>());
-      workers.back()->rng = 0x9E3779B97F4A7C15ull * static_cast<std::uint64_t>(i + 1);
+      fresh.push_back(std::make_unique<Worker>());
+      fresh.back()->rng = 0x9E3779B97F4A7C15ull * static_cast<std::uint64_t>(i + 1);
+    }
+    {
+      std::lock_guard<std::mutex> lock(workers_mutex);  // stats() may be reading the old ones
+      for (auto& w : workers) {
+        for (auto [from, to] : {std::pair{&w->counters.tasks_run, &retired_counters.tasks_run},
+                                {&w->counters.steals, &retired_counters.steals},
+                                {&w->counters.parks, &retired_counters.parks},
+                                {&w->counters.wakeups, &retired_counters.wakeups},
+                                {&w->counters.injected, &retired_counters.injected}}) {
+          // relaxed: statistics only; the workers were joined.
+          retired_counters.add(*to, from->load(std::memory_order_relaxed));
+        }
+      }
+      workers.swap(fresh);
     }
     const std::vector<int> cpus = allowed_cpus();
     for (int i = 0; i < n; ++i) {
@@ -341,10 +431,14 @@ struct ThreadPool::Impl {
     if (is_own_worker()) {
       throw OpError(ErrorCode::kFailedPrecondition,
                     "ThreadPool '" + options.name +
-                        "': shutdown/resize from its own worker would "
-                        "wait for itself");
+                        "': shutdown from its own worker would wait "
+                        "for itself");
     }
     std::lock_guard<std::mutex> lifecycle(lifecycle_mutex);  // one shutdown/resize at a time
+    return shutdown_locked(run_pending);
+  }
+
+  std::size_t shutdown_locked(bool run_pending) {
     {
       // Every queue lock held: no injection can be in flight while `stopping` flips.
       std::vector<std::unique_lock<std::mutex>> locks;
@@ -388,14 +482,66 @@ void ThreadPool::schedule(std::function<void()> task) {
 }
 
 void ThreadPool::schedule_task(std::unique_ptr<Task> task) {
-  Task* raw = task.release();
-  if (!impl_->push(raw)) {
-    delete raw;
+  // The task stays owned by `task` until a queue holds it: a push that throws (std::bad_alloc
+  // growing an injection queue) or refuses frees it.
+  if (impl_->is_own_worker()) {  // the workers cannot change while one of them runs
+    impl_->push(task.get());     // a worker's push is never refused
+    task.release();
+    return;
+  }
+  // Fast path: an open gate counts us in with one RMW. push() runs no user code, so this use need
+  // not be on the thread's Use stack (nothing below can call resize()).
+  // acquire: as in enter_gate().
+  if ((impl_->gate.fetch_add(1, std::memory_order_acquire) & Impl::kClosed) == 0) {
+    struct Leave {
+      Impl* impl;
+      ~Leave() { impl->leave_gate(); }  // also when push() throws
+    } leave{impl_.get()};
+    if (!impl_->push(task.get())) {
+      throw OpError(ErrorCode::kCancelled,
+                    "thread pool '" + impl_->options.name + "' is shut down");
+    }
+    task.release();
+    return;
+  }
+  impl_->leave_gate();  // closed: back out, then decide like any Use
+  Use use(*this);
+  if (!use.entered()) {
+    // Resizing, and this thread is inside other pool work, where waiting could deadlock: run it
+    // here (a fire-and-forget task may run on any thread).
+    run_and_delete(task.release());
+    impl_->outside_counters.add(impl_->outside_counters.tasks_run);
+    return;
+  }
+  if (!impl_->push(task.get())) {
     throw OpError(ErrorCode::kCancelled, "thread pool '" + impl_->options.name + "' is shut down");
   }
+  task.release();
+}
+
+ThreadPool::Use::Use(ThreadPool& pool) : impl_(pool.impl_.get()), prev_(t_use_top) {
+  if (prev_ == nullptr && t_worker.pool == nullptr) {
+    // Not nested in any pool work (the common case): count in, waiting if a resize runs.
+    mode_ = impl_->enter_gate(/*may_wait=*/true) ? kCounted : kNotEntered;
+  } else if (impl_->is_own_worker() || impl_->held_by_this_thread()) {
+    mode_ = kFree;  // the pool cannot be rebuilt under us: a resize would wait for this thread
+  } else {
+    // Nested in other pool work: never wait for a resize, since this thread could be what the
+    // resize (or the drain it does) waits for.
+    mode_ = impl_->enter_gate(/*may_wait=*/false) ? kCounted : kNotEntered;
+  }
+  if (mode_ != kNotEntered) t_use_top = this;
+}
+
+ThreadPool::Use::~Use() {
+  if (mode_ == kNotEntered) return;
+  t_use_top = prev_;
+  if (mode_ == kCounted) impl_->leave_gate();
 }
 
 bool ThreadPool::try_run_one() {
+  Use use(*this);
+  if (!use.entered()) return false;
   const int self = impl_->is_own_worker() ? t_worker.index : -1;
   thread_local std::uint64_t rng = 0x9E3779B97F4A7C15ull;
   Counters& c = self >= 0 ? impl_->workers[static_cast<std::size_t>(self)]->counters
@@ -416,8 +562,14 @@ void ThreadPool::resize(int num_workers) {
     throw_invalid_argument("ThreadPool::resize: num_workers must be >= 0, got " +
                            std::to_string(num_workers));
   }
-  impl_->shutdown(true);
+  impl_->check_not_waiting_for_self("resize");
   std::lock_guard<std::mutex> lifecycle(impl_->lifecycle_mutex);  // one resize at a time
+  impl_->close_gate_and_drain();
+  struct Reopen {
+    Impl* impl;
+    ~Reopen() { impl->open_gate(); }  // also when start() throws
+  } reopen{impl_.get()};
+  impl_->shutdown_locked(true);
   impl_->start(num_workers);
 }
 
@@ -442,6 +594,7 @@ int ThreadPool::current_worker_index() const noexcept {
 
 std::vector<long> ThreadPool::worker_thread_ids() const {
   std::vector<long> ids;
+  std::lock_guard<std::mutex> lock(impl_->workers_mutex);  // start() may be replacing them
   if (num_workers() == 0) return ids;
   for (const auto& w : impl_->workers) {
     ids.push_back(w->tid.load(std::memory_order_acquire));  // pairs with the worker's store
@@ -459,14 +612,18 @@ PoolStats ThreadPool::stats() const {
     s.wakeups += c.wakeups.load(std::memory_order_relaxed);
     s.injected += c.injected.load(std::memory_order_relaxed);
   };
+  std::lock_guard<std::mutex> lock(impl_->workers_mutex);  // start() may be replacing them
   for (const auto& w : impl_->workers) add(w->counters);
   add(impl_->outside_counters);
+  add(impl_->retired_counters);
   return s;
 }
 
 void ThreadPool::reset_stats() {
+  std::lock_guard<std::mutex> lock(impl_->workers_mutex);  // start() may be replacing them
   for (auto& w : impl_->workers) w->counters.reset();
   impl_->outside_counters.reset();
+  impl_->retired_counters.reset();
 }
 
 const PoolOptions& ThreadPool::options() const noexcept { return impl_->options; }

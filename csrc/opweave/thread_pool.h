@@ -68,7 +68,10 @@ class ThreadPool {
 
   // Fire-and-forget. Thread-safe. Throws OpError(kCancelled) after shutdown() (from a thread
   // outside the pool; the pool's own workers may still schedule while it drains). On a pool with
-  // zero workers the task runs only when some thread calls try_run_one() or shutdown().
+  // zero workers the task runs only when some thread calls try_run_one() or shutdown(). While a
+  // resize() runs, a call from outside waits for it, except on a thread already inside pool work
+  // (see Use), which runs the task itself. std::bad_alloc creating or queueing the task
+  // propagates; nothing was queued then.
   void schedule(std::function<void()> task);
   // Same, for a Task the pool takes ownership of. Thread-safe.
   void schedule_task(std::unique_ptr<Task> task);
@@ -78,9 +81,11 @@ class ThreadPool {
   // Thread-safe; the number of worker threads (the caller of parallel_for adds one more).
   // 0 after shutdown().
   int num_workers() const noexcept;
-  // Between uses: waits until every queued task has run, then rebuilds the workers. Not
-  // thread-safe against concurrent schedule()/parallel_for on this pool; throws
-  // OpError(kFailedPrecondition) when called from one of its own workers. Reopens a shut-down pool.
+  // Thread-safe, also while other threads use the pool: closes the use gate (see Use), waits
+  // until the uses in flight have left, runs every queued task, rebuilds the workers and reopens
+  // the gate; uses that arrive meanwhile wait for it (or run inline, see Use). Throws
+  // OpError(kFailedPrecondition) when called from one of its own workers or from a thread that
+  // holds a Use of this pool (both would wait for themselves). Reopens a shut-down pool.
   void resize(int num_workers);
   // (issue 7) Between uses, like resize(): rebuilds the workers so that they spin for `us`
   // microseconds before parking (options().spin_time_us; 0 = never spin). Same thread-safety.
@@ -103,6 +108,33 @@ class ThreadPool {
   int idle_workers() const noexcept;
 
   struct Impl;
+
+  // A use of the pool from a thread outside it (RAII). While any Use is alive, resize() waits;
+  // while a resize runs, a new Use waits for it to finish, except on a thread that is already
+  // inside pool work (it holds a Use of any pool or is a worker of any pool): there waiting could
+  // close a cycle of waits, so entered() is false and the caller must not touch the pool (run
+  // the work inline instead). A pool's own workers and a thread that already holds a Use of this
+  // pool enter at no cost. parallel_for, schedule() from outside and try_run_one() take one
+  // themselves; hold one around a sequence of calls to pay once. Not movable; one thread.
+  //
+  //   ThreadPool::Use use(pool);
+  //   if (use.entered()) { pool.schedule(a); pool.schedule(b); } else { a(); b(); }
+  class Use {
+   public:
+    explicit Use(ThreadPool& pool);
+    ~Use();
+    Use(const Use&) = delete;
+    Use& operator=(const Use&) = delete;
+    bool entered() const noexcept { return mode_ != kNotEntered; }
+
+   private:
+    friend class ThreadPool;
+    friend struct ThreadPool::Impl;
+    enum Mode { kNotEntered, kFree, kCounted };
+    Impl* impl_;
+    Use* prev_;  // the thread's previous Use (a stack on the thread's own frames)
+    Mode mode_ = kNotEntered;
+  };
 
  private:
   std::unique_ptr<Impl> impl_;

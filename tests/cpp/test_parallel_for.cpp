@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "opweave/parallel_for.h"
+#include "opweave/task_recycler.h"
 #include "testing.h"
 #include "wait_until.h"
 
@@ -279,6 +280,55 @@ OPWEAVE_TEST(many_threads_can_share_one_pool_at_once) {
   }
   for (auto& c : callers) c.join();
   OPWEAVE_CHECK_EQ(total.load(), 4L * 20 * 1000);
+}
+
+OPWEAVE_TEST(a_split_whose_task_cannot_be_allocated_runs_inline_and_covers_every_index_once) {
+  for (int threads : {2, 4}) {
+    ThreadPool pool = make_pool(threads);
+    for (int fail : {1, 3, 1000}) {
+      for (int round = 0; round < 20; ++round) {
+        const std::int64_t n = 3000;
+        std::vector<std::atomic<int>> hits(static_cast<std::size_t>(n));
+        fail_task_allocations_for_testing(fail);
+        // Nested too: the inner loops split on workers, where a failed split used to leave the
+        // caller waiting forever.
+        parallel_for(&pool, 0, n / 100, 1, [&](std::int64_t ob, std::int64_t oe) {
+          for (std::int64_t o = ob; o < oe; ++o) {
+            parallel_for(&pool, o * 100, (o + 1) * 100, 3, [&](std::int64_t b, std::int64_t e) {
+              for (std::int64_t i = b; i < e; ++i) hits[static_cast<std::size_t>(i)].fetch_add(1);
+            });
+          }
+        });
+        fail_task_allocations_for_testing(0);
+        int wrong = 0;
+        for (auto& h : hits) wrong += h.load() != 1;
+        OPWEAVE_CHECK_EQ(wrong, 0);
+      }
+    }
+  }
+}
+
+OPWEAVE_TEST(schedule_whose_task_cannot_be_allocated_throws_bad_alloc_and_the_pool_keeps_working) {
+  ThreadPool pool = make_pool(3);
+  fail_task_allocations_for_testing(1);
+  bool threw = false;
+  try {
+    pool.schedule([] {});
+  } catch (const std::bad_alloc&) {
+    threw = true;
+  }
+  OPWEAVE_CHECK(threw);
+  std::atomic<int> ran{0};
+  for (int i = 0; i < 1000; ++i) pool.schedule([&ran] { ran.fetch_add(1); });
+  OPWEAVE_CHECK(wait_until([&] { return ran.load() == 1000; }));
+}
+
+OPWEAVE_TEST(a_parallel_for_on_a_shut_down_pool_runs_on_the_caller) {
+  ThreadPool pool = make_pool(3);
+  pool.shutdown();
+  std::atomic<std::int64_t> sum{0};
+  parallel_for(&pool, 0, 10000, 10, [&](std::int64_t b, std::int64_t e) { sum.fetch_add(e - b); });
+  OPWEAVE_CHECK_EQ(sum.load(), 10000);
 }
 
 OPWEAVE_TEST_MAIN()

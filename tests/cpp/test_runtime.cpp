@@ -1,6 +1,9 @@
 #include <atomic>
 #include <cstdlib>
+#include <random>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "opweave/errors.h"
 #include "opweave/parallel_for.h"
@@ -81,6 +84,40 @@ OPWEAVE_TEST(negative_or_huge_sizes_are_invalid_argument) {
     }
     OPWEAVE_CHECK(invalid);
   }
+}
+
+OPWEAVE_TEST(set_sizes_from_any_thread_while_ops_and_inter_tasks_are_in_flight) {
+  // Users of both global pools run while another thread resizes both; a loop body that reads the
+  // size meanwhile must not deadlock with the resize (which waits for that loop to finish).
+  std::atomic<bool> stop{false};
+  std::atomic<int> bad{0};
+  std::atomic<long> scheduled{0}, ran{0};
+  std::vector<std::thread> users;
+  for (int t = 0; t < 2; ++t) {
+    users.emplace_back([&] {
+      while (!stop.load(std::memory_order_relaxed)) {  // relaxed: a stop flag
+        std::atomic<std::int64_t> sum{0};
+        parallel_for(global_intra_pool(), 0, 1000, 10, [&](std::int64_t b, std::int64_t e) {
+          if (intra_op_parallelism() < 1) bad.fetch_add(1);
+          sum.fetch_add(e - b, std::memory_order_relaxed);  // a count
+        });
+        if (sum.load() != 1000) bad.fetch_add(1);
+        global_inter_pool()->schedule([&ran] { ran.fetch_add(1, std::memory_order_relaxed); });
+        scheduled.fetch_add(1, std::memory_order_relaxed);  // a count
+      }
+    });
+  }
+  std::mt19937 rng(3);
+  for (int i = 0; i < 60; ++i) {
+    set_intra_op_parallelism(1 + static_cast<int>(rng() % 8), "test");
+    set_inter_op_parallelism(1 + static_cast<int>(rng() % 4), "test");
+  }
+  stop.store(true, std::memory_order_relaxed);  // see above
+  for (auto& u : users) u.join();
+  OPWEAVE_CHECK_EQ(bad.load(), 0);
+  OPWEAVE_CHECK(wait_until([&] { return ran.load() == scheduled.load(); }));
+  set_intra_op_parallelism(0);
+  set_inter_op_parallelism(0);
 }
 
 OPWEAVE_TEST_MAIN()
