@@ -3,7 +3,7 @@
 >>> import opweave as ow
 >>> g = ow.Graph()
 >>> with g.as_default():
-...     x = ow.placeholder(ow.float32, shape=(None,))
+...     x = ow.placeholder(ow.float32, shape=(None,), name="x")
 ...     y = x * 2.0
 >>> with ow.Session(graph=g) as sess:
 ...     sess.run({"y": y, "pair": (y, "x:0")}, feed_dict={x: [1.0, 2.0]})["y"]
