@@ -13,6 +13,7 @@ array([2., 4.], dtype=float32)
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 import threading
 import warnings
@@ -209,6 +210,13 @@ class Session:
                 PoolConfigWarning,
                 stacklevel=3,
             )
+        self._make_pools(eff_inter, src_inter)
+
+    def _make_pools(self, eff_inter: int, src_inter: str) -> None:
+        cfg = self._config
+        inter = cfg.inter_op_parallelism_threads
+        self._pid = os.getpid()
+        self._pools = []
         try:
             if cfg.session_inter_op_thread_pool:
                 for i, p in enumerate(cfg.session_inter_op_thread_pool):
@@ -224,14 +232,14 @@ class Session:
                 self._pools.append(_core.new_inter_pool(inter, "session inter-op"))
             else:
                 self._pools.append(_core.global_inter_pool())
-                if inter and eff_inter != inter:
+                if inter and eff_inter != inter and eff_inter >= 0:
                     warnings.warn(
                         f"ConfigProto(inter_op_parallelism_threads={inter}) does not take effect: "
                         f"the global inter-op pool already runs {eff_inter} ops at once, as sized "
                         f"by {src_inter}. Resize it with opweave.set_num_interop_threads({inter}) "
                         "between runs, or set use_per_session_threads=True.",
                         PoolConfigWarning,
-                        stacklevel=3,
+                        stacklevel=4,
                     )
         except _core.CoreError as e:
             _raise_core_error(e)
@@ -306,6 +314,10 @@ class Session:
         return feeds
 
     def _pool_for(self, options: RunOptions | None) -> _core.InterPool | None:
+        if self._pid != os.getpid():
+            # A forked child has none of the parent's worker threads: give this session live
+            # pools (runtime.h and the named-pool registry already dropped the dead ones).
+            self._make_pools(-1, "")
         index = options.inter_op_thread_pool if options is not None else 0
         if index == -1:
             return None

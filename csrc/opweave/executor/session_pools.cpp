@@ -1,5 +1,8 @@
 #include "opweave/executor/session_pools.h"
 
+#include <pthread.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <map>
 #include <mutex>
@@ -19,6 +22,19 @@ struct NamedPools {
 
 NamedPools& named_pools() {
   static NamedPools* s = new NamedPools;  // leaked: pools may be used during static teardown
+  static std::once_flag once;
+  std::call_once(once, [] {
+    // After fork() the child has none of the parent's workers: forget the parent's named pools
+    // (leaked on purpose; destroying them would join threads that do not exist) so the next use
+    // creates live ones. prepare/parent hold the mutex so the child never inherits it locked.
+    ::pthread_atfork([] { named_pools().mutex.lock(); }, [] { named_pools().mutex.unlock(); },
+                     [] {
+                       NamedPools& p = named_pools();
+                       for (auto& entry : p.pools) new std::shared_ptr<ThreadPool>(entry.second);
+                       p.pools.clear();
+                       p.mutex.unlock();
+                     });
+  });
   return *s;
 }
 
@@ -80,8 +96,13 @@ std::shared_ptr<ThreadPool> named_inter_pool(const std::string& name, int num_th
 }
 
 std::shared_ptr<ThreadPool> make_session_inter_pool(int num_threads, const std::string& name) {
-  return std::make_shared<ThreadPool>(
-      inter_options(std::max(1, resolve_num_threads(num_threads)), name));
+  const pid_t owner = ::getpid();
+  return std::shared_ptr<ThreadPool>(
+      new ThreadPool(inter_options(std::max(1, resolve_num_threads(num_threads)), name)),
+      [owner](ThreadPool* pool) {
+        // In a forked child the workers do not exist and joining them would hang: leak.
+        if (::getpid() == owner) delete pool;
+      });
 }
 
 }  // namespace opweave
