@@ -4,14 +4,14 @@ arguments with clear TypeError / ValueError."""
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
 import numpy as np
+import opweave
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-import opweave
 from opweave import _opweave_core, kernels
 
 RNG = np.random.default_rng(1234)
@@ -40,8 +40,9 @@ SIZES = [1, 2, 5, 6, 7, 13, 17, 31, 33, 71, 73, 143, 145, 255, 257]
 
 
 @pytest.mark.parametrize("dtype", FLOATS)
-@pytest.mark.parametrize(("m", "n", "k"), [(s, SIZES[-1 - i], SIZES[(i * 5) % len(SIZES)])
-                                          for i, s in enumerate(SIZES)])
+@pytest.mark.parametrize(
+    ("m", "n", "k"), [(s, SIZES[-1 - i], SIZES[(i * 5) % len(SIZES)]) for i, s in enumerate(SIZES)]
+)
 def test_matmul_matches_numpy_on_edge_sizes(dtype: Any, m: int, n: int, k: int) -> None:
     a, b = _random((m, k), dtype), _random((k, n), dtype)
     np.testing.assert_allclose(kernels.matmul(a, b), a @ b, **_tol(dtype, k))
@@ -69,8 +70,16 @@ def test_matmul_reads_views_with_negative_and_odd_strides() -> None:
 
 @pytest.mark.parametrize(
     ("sa", "sb"),
-    [((4,), (4,)), ((3, 4), (4,)), ((4,), (4, 5)), ((2, 3, 4), (4, 5)), ((2, 1, 3, 4), (5, 4, 2)),
-     ((7, 1, 4), (1, 4, 9)), ((0, 3, 4), (4, 2)), ((3, 0), (0, 2))],
+    [
+        ((4,), (4,)),
+        ((3, 4), (4,)),
+        ((4,), (4, 5)),
+        ((2, 3, 4), (4, 5)),
+        ((2, 1, 3, 4), (5, 4, 2)),
+        ((7, 1, 4), (1, 4, 9)),
+        ((0, 3, 4), (4, 2)),
+        ((3, 0), (0, 2)),
+    ],
 )
 def test_batched_matmul_broadcasts_like_numpy(sa: tuple[int, ...], sb: tuple[int, ...]) -> None:
     a, b = _random(sa, np.float32), _random(sb, np.float32)
@@ -89,8 +98,11 @@ def test_matmul_out_is_written_and_returned() -> None:
 
 @settings(max_examples=40, deadline=None)
 @given(
-    m=st.integers(1, 80), n=st.integers(1, 80), k=st.integers(1, 300),
-    dtype=st.sampled_from(FLOATS), fortran=st.booleans(),
+    m=st.integers(1, 80),
+    n=st.integers(1, 80),
+    k=st.integers(1, 300),
+    dtype=st.sampled_from(FLOATS),
+    fortran=st.booleans(),
 )
 def test_matmul_random_shapes(m: int, n: int, k: int, dtype: Any, fortran: bool) -> None:
     rng = np.random.default_rng(m * 10007 + n * 101 + k)
@@ -103,7 +115,7 @@ def test_matmul_rejects_mismatched_shapes_and_dtypes() -> None:
     a32, b32 = np.ones((3, 4), np.float32), np.ones((5, 6), np.float32)
     with pytest.raises(ValueError, match=r"\(3, 4\).*\(5, 6\)"):
         kernels.matmul(a32, b32)
-    with pytest.raises(TypeError, match="float32.*float64"):
+    with pytest.raises(TypeError, match=r"float32.*float64"):
         kernels.matmul(a32, np.ones((4, 2)))
     with pytest.raises(TypeError, match="int32"):
         kernels.matmul(np.ones((2, 2), np.int32), np.ones((2, 2), np.int32))
@@ -127,8 +139,8 @@ def test_matmul_rejects_unsuitable_out() -> None:
         kernels.matmul(a, b, out=np.empty((4, 4), np.float32))
     with pytest.raises(TypeError, match="ndarray"):
         kernels.matmul(a, b, out=[[0.0] * 4] * 4)  # type: ignore[arg-type]
+    sq = np.ones((6, 6))
     with pytest.raises(ValueError, match="overlap"):
-        sq = np.ones((6, 6))
         kernels.matmul(sq, sq, out=sq)
 
 
@@ -152,9 +164,7 @@ def _numpy_reduce(op: str, x: Any, axis: Any, keepdims: bool) -> Any:
 
 @pytest.mark.parametrize("op", list(REDUCE))
 @pytest.mark.parametrize("dtype", ALL_DTYPES)
-@pytest.mark.parametrize(
-    "axis", [None, 0, 1, 2, -1, (0, 2), (1, 2), (0, 1), (0, 1, 2), ()]
-)
+@pytest.mark.parametrize("axis", [None, 0, 1, 2, -1, (0, 2), (1, 2), (0, 1), (0, 1, 2), ()])
 @pytest.mark.parametrize("layout", ["C", "F", "view"])
 def test_reductions_match_numpy(op: str, dtype: Any, axis: Any, layout: str) -> None:
     base = _random((7, 66, 129), dtype)
@@ -169,7 +179,9 @@ def test_reductions_match_numpy(op: str, dtype: Any, axis: Any, layout: str) -> 
         elif op != "sum" or dtype == np.int64:
             np.testing.assert_array_equal(got, expected)
         else:  # int32 sums wrap like int32 arithmetic
-            np.testing.assert_array_equal(got, np.sum(x, axis=axis, keepdims=keepdims, dtype=np.int32))
+            np.testing.assert_array_equal(
+                got, np.sum(x, axis=axis, keepdims=keepdims, dtype=np.int32)
+            )
 
 
 @settings(max_examples=40, deadline=None)
@@ -261,8 +273,8 @@ BINARY = {
 @pytest.mark.parametrize("op", list(BINARY))
 @pytest.mark.parametrize("dtype", ALL_DTYPES)
 @pytest.mark.parametrize(
-    ("sa", "sb"), [((1000,), (1000,)), ((50, 1), (1, 70)), ((3, 1, 5), (4, 5)), ((), (6,)),
-                   ((200, 300), (300,))],
+    ("sa", "sb"),
+    [((1000,), (1000,)), ((50, 1), (1, 70)), ((3, 1, 5), (4, 5)), ((), (6,)), ((200, 300), (300,))],
 )
 def test_binary_ops_match_numpy(op: str, dtype: Any, sa: Any, sb: Any) -> None:
     a, b = _random(sa, dtype), _random(sb, dtype)
@@ -294,7 +306,7 @@ def test_maximum_propagates_nan_and_scalars_take_the_array_dtype() -> None:
 
 
 def test_binary_errors() -> None:
-    with pytest.raises(TypeError, match="float32.*float64"):
+    with pytest.raises(TypeError, match=r"float32.*float64"):
         kernels.add(np.ones(3, np.float32), np.ones(3))
     with pytest.raises(ValueError, match=r"\(3,\).*\(4,\)"):
         kernels.add(np.ones(3), np.ones(4))
@@ -309,7 +321,10 @@ UNARY = {
     "relu": (kernels.relu, lambda x: np.where(x < 0, 0, x).astype(x.dtype)),
     "exp": (kernels.exp, np.exp),
     "tanh": (kernels.tanh, np.tanh),
-    "sigmoid": (kernels.sigmoid, lambda x: (1 / (1 + np.exp(-x.astype(np.float64)))).astype(x.dtype)),
+    "sigmoid": (
+        kernels.sigmoid,
+        lambda x: (1 / (1 + np.exp(-x.astype(np.float64)))).astype(x.dtype),
+    ),
 }
 
 
@@ -323,7 +338,9 @@ def test_unary_ops_match_numpy(op: str, dtype: Any) -> None:
         return
     if op == "exp":
         x = x / 4
-    np.testing.assert_allclose(UNARY[op][0](x), UNARY[op][1](x), **_tol(dtype if dtype in FLOATS else np.float64))
+    np.testing.assert_allclose(
+        UNARY[op][0](x), UNARY[op][1](x), **_tol(dtype if dtype in FLOATS else np.float64)
+    )
 
 
 def test_sigmoid_does_not_overflow() -> None:
@@ -359,7 +376,7 @@ def test_results_are_bit_identical_for_1_2_3_and_8_threads(dtype: Any) -> None:
     ref_mean = kernels.reduce_mean(x.T, axis=0, _num_threads=1)
     for threads in (2, 3, 8):
         assert kernels.matmul(a, b, _num_threads=threads).tobytes() == ref_mm.tobytes()
-        for ax, ref in zip((None, 0, 1), ref_sum):
+        for ax, ref in zip((None, 0, 1), ref_sum, strict=True):
             got = kernels.reduce_sum(x, axis=ax, _num_threads=threads)
             assert got.tobytes() == ref.tobytes()
         got_mean = kernels.reduce_mean(x.T, axis=0, _num_threads=threads)
@@ -374,26 +391,45 @@ def test_num_threads_hook_rejects_nonsense() -> None:
 
 
 def test_kernels_release_the_gil() -> None:
-    # While one thread runs a long matmul, another Python thread keeps making progress.
-    a = _random((700, 700), np.float64)
-    ticks = []
+    # Another Python thread must make progress in the middle of one long kernel call: with the GIL
+    # held for the whole call, no tick could land inside it.
+    a = _random((1500, 1500), np.float64)
+    ticks: list[float] = []
     stop = threading.Event()
 
     def ticker() -> None:
         while not stop.is_set():
-            ticks.append(1)
-            stop.wait(0.0005)
+            ticks.append(time.perf_counter())
+            stop.wait(0.001)
 
     t = threading.Thread(target=ticker)
     t.start()
     try:
-        for _ in range(3):
-            kernels.matmul(a, a, _num_threads=1)
+        time.sleep(0.01)
+        start = time.perf_counter()
+        kernels.matmul(a, a, _num_threads=1)
+        end = time.perf_counter()
     finally:
         stop.set()
         t.join()
-    assert len(ticks) > 3
+    margin = 0.2 * (end - start)
+    inside = [x for x in ticks if start + margin < x < end - margin]
+    assert inside, f"no tick during the {1e3 * (end - start):.0f} ms call"
 
 
 def test_isa_dispatch_reports_a_known_kernel() -> None:
     assert _opweave_core.gemm_isa("float32") in ("avx512", "avx2+fma", "portable")
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_exp_is_within_one_ulp_and_handles_special_values(dtype: Any) -> None:
+    x = np.concatenate(
+        [np.linspace(-800, 800, 20001), [np.nan, np.inf, -np.inf, 0.0, 88.73, -103.9, 709.79]]
+    ).astype(dtype)
+    with np.errstate(over="ignore", under="ignore"):
+        ref = np.exp(x.astype(np.longdouble)).astype(dtype)
+    got = kernels.exp(x)
+    finite = np.isfinite(ref) & (ref != 0)
+    ulps = np.abs(got[finite] - ref[finite]) / np.spacing(np.abs(ref[finite]))
+    assert ulps.max() <= 1.0
+    np.testing.assert_array_equal(got[~finite], ref[~finite])

@@ -94,9 +94,8 @@ ThreadPool* pool_for(int num_threads) {
 
 BinaryOp binary_op(const std::string& name) {
   static const std::map<std::string, BinaryOp> ops = {
-      {"add", BinaryOp::kAdd},         {"sub", BinaryOp::kSub},
-      {"mul", BinaryOp::kMul},         {"div", BinaryOp::kDiv},
-      {"maximum", BinaryOp::kMaximum}, {"minimum", BinaryOp::kMinimum}};
+      {"add", BinaryOp::kAdd}, {"sub", BinaryOp::kSub},         {"mul", BinaryOp::kMul},
+      {"div", BinaryOp::kDiv}, {"maximum", BinaryOp::kMaximum}, {"minimum", BinaryOp::kMinimum}};
   auto it = ops.find(name);
   if (it == ops.end()) throw py::value_error("unknown binary op " + name);
   return it->second;
@@ -233,7 +232,9 @@ void register_kernels(py::module_& m) {
       py::arg("x"), py::arg("perm") = std::vector<int>{}, py::arg("num_threads") = 0);
   m.def(
       "gemm_isa",
-      [](const std::string& dtype) { return std::string(gemm_detail::gemm_isa(dtype == "float64")); },
+      [](const std::string& dtype) {
+        return std::string(gemm_detail::gemm_isa(dtype == "float64"));
+      },
       py::arg("dtype"), "The micro-kernel instruction set matmul uses for this dtype.");
 }
 

@@ -21,7 +21,7 @@ array([3., 5., 7.], dtype=float32)
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Optional, Union
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -54,7 +54,7 @@ __all__ = [
 _SUPPORTED = (np.float32, np.float64, np.int32, np.int64, np.bool_)
 _FLOATS = (np.float32, np.float64)
 
-Axis = Optional[Union[int, Sequence[int]]]
+Axis = int | Sequence[int] | None
 ArrayLike = npt.ArrayLike
 
 
@@ -68,12 +68,16 @@ def _array(x: Any, op: str, name: str = "x") -> np.ndarray[Any, Any]:
         )
     if not arr.dtype.isnative:
         arr = arr.astype(arr.dtype.newbyteorder("="))
-    if any(s % arr.itemsize for s in arr.strides):
+    # Strides that are not whole elements (rare: views of structured arrays) are copied. Checked
+    # only for non-contiguous arrays: this runs on every call.
+    if not (arr.flags.c_contiguous or arr.flags.f_contiguous) and any(
+        s % arr.itemsize for s in arr.strides
+    ):
         arr = np.ascontiguousarray(arr)
     return arr
 
 
-def _threads(num_threads: Optional[int]) -> int:
+def _threads(num_threads: int | None) -> int:
     if num_threads is None:
         return 0
     if not isinstance(num_threads, int) or num_threads < 1:
@@ -93,11 +97,11 @@ def _call(fn: Any, *args: Any, **kwargs: Any) -> np.ndarray[Any, Any]:
 def matmul(
     a: ArrayLike,
     b: ArrayLike,
-    out: Optional[np.ndarray[Any, Any]] = None,
+    out: np.ndarray[Any, Any] | None = None,
     *,
     transpose_a: bool = False,
     transpose_b: bool = False,
-    _num_threads: Optional[int] = None,
+    _num_threads: int | None = None,
 ) -> np.ndarray[Any, Any]:
     """Matrix product with NumPy's ``matmul`` semantics, computed by opweave's blocked GEMM.
 
@@ -176,12 +180,10 @@ def matmul(
             raise ValueError("matmul: out must be a C-contiguous, writeable array")
         if np.may_share_memory(out, aa) or np.may_share_memory(out, bb):
             raise ValueError("matmul: out must not overlap the inputs")
-    return _call(
-        _core.matmul, aa, bb, ta, tb, out, _threads(_num_threads)
-    )
+    return _call(_core.matmul, aa, bb, ta, tb, out, _threads(_num_threads))
 
 
-def _axes(op: str, x: np.ndarray[Any, Any], axis: Axis) -> Optional[list[int]]:
+def _axes(op: str, x: np.ndarray[Any, Any], axis: Axis) -> list[int] | None:
     if axis is None:
         return None
     axes = [axis] if isinstance(axis, (int, np.integer)) else list(axis)
@@ -198,7 +200,7 @@ def _axes(op: str, x: np.ndarray[Any, Any], axis: Axis) -> Optional[list[int]]:
 
 
 def _reduce(
-    op: str, x: ArrayLike, axis: Axis, keepdims: bool, num_threads: Optional[int]
+    op: str, x: ArrayLike, axis: Axis, keepdims: bool, num_threads: int | None
 ) -> np.ndarray[Any, Any]:
     name = f"reduce_{op}"
     arr = _array(x, name)
@@ -214,7 +216,7 @@ def _reduce(
 
 
 def reduce_sum(
-    x: ArrayLike, axis: Axis = None, keepdims: bool = False, *, _num_threads: Optional[int] = None
+    x: ArrayLike, axis: Axis = None, keepdims: bool = False, *, _num_threads: int | None = None
 ) -> np.ndarray[Any, Any]:
     """Sum over ``axis`` (all axes when None), in the input's dtype.
 
@@ -253,7 +255,7 @@ def reduce_sum(
 
 
 def reduce_mean(
-    x: ArrayLike, axis: Axis = None, keepdims: bool = False, *, _num_threads: Optional[int] = None
+    x: ArrayLike, axis: Axis = None, keepdims: bool = False, *, _num_threads: int | None = None
 ) -> np.ndarray[Any, Any]:
     """Mean over ``axis``, in the input's dtype (integer means truncate toward zero).
 
@@ -272,7 +274,7 @@ def reduce_mean(
 
 
 def reduce_max(
-    x: ArrayLike, axis: Axis = None, keepdims: bool = False, *, _num_threads: Optional[int] = None
+    x: ArrayLike, axis: Axis = None, keepdims: bool = False, *, _num_threads: int | None = None
 ) -> np.ndarray[Any, Any]:
     """Maximum over ``axis``; NaN propagates as in ``numpy.max``; for bool it is ``any``.
 
@@ -306,7 +308,7 @@ def reduce_max(
 
 
 def reduce_min(
-    x: ArrayLike, axis: Axis = None, keepdims: bool = False, *, _num_threads: Optional[int] = None
+    x: ArrayLike, axis: Axis = None, keepdims: bool = False, *, _num_threads: int | None = None
 ) -> np.ndarray[Any, Any]:
     """Minimum over ``axis``; NaN propagates; for bool it is ``all``.
 
@@ -322,7 +324,7 @@ def reduce_min(
     return _reduce("min", x, axis, keepdims, _num_threads)
 
 
-def _binary(op: str, a: Any, b: Any, num_threads: Optional[int]) -> np.ndarray[Any, Any]:
+def _binary(op: str, a: Any, b: Any, num_threads: int | None) -> np.ndarray[Any, Any]:
     # Python scalars take the other operand's dtype (NumPy's "weak scalar" rule).
     if isinstance(a, (bool, int, float)) and not isinstance(b, (bool, int, float)):
         bb = _array(b, op, "b")
@@ -346,7 +348,7 @@ def _binary(op: str, a: Any, b: Any, num_threads: Optional[int]) -> np.ndarray[A
     return _call(_core.binary, op, aa, bb, _threads(num_threads))
 
 
-def add(a: ArrayLike, b: ArrayLike, *, _num_threads: Optional[int] = None) -> np.ndarray[Any, Any]:
+def add(a: ArrayLike, b: ArrayLike, *, _num_threads: int | None = None) -> np.ndarray[Any, Any]:
     """Element-wise ``a + b`` with broadcasting; same-dtype operands (integers wrap).
 
     Parameters
@@ -377,7 +379,7 @@ def add(a: ArrayLike, b: ArrayLike, *, _num_threads: Optional[int] = None) -> np
     return _binary("add", a, b, _num_threads)
 
 
-def sub(a: ArrayLike, b: ArrayLike, *, _num_threads: Optional[int] = None) -> np.ndarray[Any, Any]:
+def sub(a: ArrayLike, b: ArrayLike, *, _num_threads: int | None = None) -> np.ndarray[Any, Any]:
     """Element-wise ``a - b`` (see :func:`add`).
 
     Examples
@@ -390,7 +392,7 @@ def sub(a: ArrayLike, b: ArrayLike, *, _num_threads: Optional[int] = None) -> np
     return _binary("sub", a, b, _num_threads)
 
 
-def mul(a: ArrayLike, b: ArrayLike, *, _num_threads: Optional[int] = None) -> np.ndarray[Any, Any]:
+def mul(a: ArrayLike, b: ArrayLike, *, _num_threads: int | None = None) -> np.ndarray[Any, Any]:
     """Element-wise ``a * b`` (see :func:`add`).
 
     Examples
@@ -403,7 +405,7 @@ def mul(a: ArrayLike, b: ArrayLike, *, _num_threads: Optional[int] = None) -> np
     return _binary("mul", a, b, _num_threads)
 
 
-def div(a: ArrayLike, b: ArrayLike, *, _num_threads: Optional[int] = None) -> np.ndarray[Any, Any]:
+def div(a: ArrayLike, b: ArrayLike, *, _num_threads: int | None = None) -> np.ndarray[Any, Any]:
     """Element-wise division: true division for floats, floor division (``//``) for integers.
 
     Integer division by zero raises :class:`opweave.errors.InvalidArgumentError`.
@@ -418,9 +420,7 @@ def div(a: ArrayLike, b: ArrayLike, *, _num_threads: Optional[int] = None) -> np
     return _binary("div", a, b, _num_threads)
 
 
-def maximum(
-    a: ArrayLike, b: ArrayLike, *, _num_threads: Optional[int] = None
-) -> np.ndarray[Any, Any]:
+def maximum(a: ArrayLike, b: ArrayLike, *, _num_threads: int | None = None) -> np.ndarray[Any, Any]:
     """Element-wise maximum; NaN propagates as in ``numpy.maximum`` (see :func:`add`).
 
     Examples
@@ -433,9 +433,7 @@ def maximum(
     return _binary("maximum", a, b, _num_threads)
 
 
-def minimum(
-    a: ArrayLike, b: ArrayLike, *, _num_threads: Optional[int] = None
-) -> np.ndarray[Any, Any]:
+def minimum(a: ArrayLike, b: ArrayLike, *, _num_threads: int | None = None) -> np.ndarray[Any, Any]:
     """Element-wise minimum; NaN propagates (see :func:`add`).
 
     Examples
@@ -448,14 +446,16 @@ def minimum(
     return _binary("minimum", a, b, _num_threads)
 
 
-def _unary(op: str, x: ArrayLike, num_threads: Optional[int]) -> np.ndarray[Any, Any]:
+def _unary(op: str, x: ArrayLike, num_threads: int | None) -> np.ndarray[Any, Any]:
     arr = _array(x, op)
-    if arr.dtype == np.bool_ or (op in ("exp", "tanh", "sigmoid") and arr.dtype.type not in _FLOATS):
+    if arr.dtype == np.bool_ or (
+        op in ("exp", "tanh", "sigmoid") and arr.dtype.type not in _FLOATS
+    ):
         raise TypeError(f"{op}: dtype {arr.dtype} is not supported")
     return _call(_core.unary, op, arr, _threads(num_threads))
 
 
-def neg(x: ArrayLike, *, _num_threads: Optional[int] = None) -> np.ndarray[Any, Any]:
+def neg(x: ArrayLike, *, _num_threads: int | None = None) -> np.ndarray[Any, Any]:
     """Element-wise ``-x`` for numeric dtypes (integers wrap).
 
     Examples
@@ -468,7 +468,7 @@ def neg(x: ArrayLike, *, _num_threads: Optional[int] = None) -> np.ndarray[Any, 
     return _unary("neg", x, _num_threads)
 
 
-def relu(x: ArrayLike, *, _num_threads: Optional[int] = None) -> np.ndarray[Any, Any]:
+def relu(x: ArrayLike, *, _num_threads: int | None = None) -> np.ndarray[Any, Any]:
     """Element-wise ``max(x, 0)`` for numeric dtypes; NaN stays NaN.
 
     Examples
@@ -481,7 +481,7 @@ def relu(x: ArrayLike, *, _num_threads: Optional[int] = None) -> np.ndarray[Any,
     return _unary("relu", x, _num_threads)
 
 
-def exp(x: ArrayLike, *, _num_threads: Optional[int] = None) -> np.ndarray[Any, Any]:
+def exp(x: ArrayLike, *, _num_threads: int | None = None) -> np.ndarray[Any, Any]:
     """Element-wise exponential of a float array.
 
     Examples
@@ -494,7 +494,7 @@ def exp(x: ArrayLike, *, _num_threads: Optional[int] = None) -> np.ndarray[Any, 
     return _unary("exp", x, _num_threads)
 
 
-def tanh(x: ArrayLike, *, _num_threads: Optional[int] = None) -> np.ndarray[Any, Any]:
+def tanh(x: ArrayLike, *, _num_threads: int | None = None) -> np.ndarray[Any, Any]:
     """Element-wise hyperbolic tangent of a float array.
 
     Examples
@@ -507,7 +507,7 @@ def tanh(x: ArrayLike, *, _num_threads: Optional[int] = None) -> np.ndarray[Any,
     return _unary("tanh", x, _num_threads)
 
 
-def sigmoid(x: ArrayLike, *, _num_threads: Optional[int] = None) -> np.ndarray[Any, Any]:
+def sigmoid(x: ArrayLike, *, _num_threads: int | None = None) -> np.ndarray[Any, Any]:
     """Element-wise logistic function ``1 / (1 + exp(-x))`` of a float array (no overflow).
 
     Examples
@@ -520,9 +520,7 @@ def sigmoid(x: ArrayLike, *, _num_threads: Optional[int] = None) -> np.ndarray[A
     return _unary("sigmoid", x, _num_threads)
 
 
-def add_n(
-    inputs: Sequence[ArrayLike], *, _num_threads: Optional[int] = None
-) -> np.ndarray[Any, Any]:
+def add_n(inputs: Sequence[ArrayLike], *, _num_threads: int | None = None) -> np.ndarray[Any, Any]:
     """Sum of same-shape, same-dtype arrays, added in order.
 
     Examples
@@ -547,7 +545,7 @@ def add_n(
 
 
 def cast(
-    x: ArrayLike, dtype: npt.DTypeLike, *, _num_threads: Optional[int] = None
+    x: ArrayLike, dtype: npt.DTypeLike, *, _num_threads: int | None = None
 ) -> np.ndarray[Any, Any]:
     """Converts to ``dtype`` with ``numpy.ndarray.astype`` semantics.
 
@@ -566,7 +564,7 @@ def cast(
 
 
 def transpose(
-    x: ArrayLike, perm: Optional[Sequence[int]] = None, *, _num_threads: Optional[int] = None
+    x: ArrayLike, perm: Sequence[int] | None = None, *, _num_threads: int | None = None
 ) -> np.ndarray[Any, Any]:
     """Permutes the dimensions (reverses them when ``perm`` is None) into a new C-order array.
 

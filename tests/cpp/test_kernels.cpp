@@ -10,6 +10,7 @@
 #include "opweave/kernels/gemm.h"
 #include "opweave/kernels/gemm_microkernel.h"
 #include "opweave/kernels/kernels.h"
+#include "opweave/kernels/reduce_loops.h"
 #include "testing.h"
 
 using namespace opweave;
@@ -78,7 +79,7 @@ OPWEAVE_TEST(broadcast_shapes_follows_numpy_rules) {
 }
 
 OPWEAVE_TEST(matmul_matches_reference_for_edge_sizes_and_transposes) {
-  const std::int64_t sizes[][3] = {{1, 1, 1},   {2, 3, 4},    {7, 13, 5},  {37, 41, 43},
+  const std::int64_t sizes[][3] = {{1, 1, 1},    {2, 3, 4},     {7, 13, 5},   {37, 41, 43},
                                    {6, 16, 256}, {97, 33, 257}, {145, 17, 3}, {5, 200, 300}};
   std::uint32_t seed = 1;
   for (const auto& s : sizes) {
@@ -256,7 +257,8 @@ OPWEAVE_TEST(reductions_are_bit_identical_for_1_2_3_and_8_threads) {
     using Axes = std::optional<std::vector<int>>;
     for (const Axes& axes : {Axes{}, Axes{std::vector<int>{0}}, Axes{std::vector<int>{1}}}) {
       Tensor ref = reduce(op, x, axes, false, nullptr);
-      for (auto& pool : pools) OPWEAVE_CHECK(same_bits(ref, reduce(op, x, axes, false, pool.get())));
+      for (auto& pool : pools)
+        OPWEAVE_CHECK(same_bits(ref, reduce(op, x, axes, false, pool.get())));
     }
     Tensor ref = reduce(op, big, std::nullopt, false, nullptr);
     for (auto& pool : pools) {
@@ -298,19 +300,39 @@ OPWEAVE_TEST(unary_add_n_cast_and_transpose) {
   for (int i = 0; i < 12; ++i) {
     const double relu = x.data<double>()[i] > 0 ? x.data<double>()[i] : 0.0;
     OPWEAVE_CHECK_EQ(r.data<double>()[i], relu);
-    OPWEAVE_CHECK(std::fabs(sg.data<double>()[i] - 1.0 / (1.0 + std::exp(-x.data<double>()[i]))) < 1e-15);
+    OPWEAVE_CHECK(std::fabs(sg.data<double>()[i] - 1.0 / (1.0 + std::exp(-x.data<double>()[i]))) <
+                  1e-15);
   }
   OPWEAVE_CHECK_THROWS(unary(UnaryOp::kExp, Tensor::zeros(DType::kInt32, {2}), nullptr));
   Tensor s = add_n({x, x, x}, nullptr);
-  for (int i = 0; i < 12; ++i) OPWEAVE_CHECK_EQ(s.data<double>()[i], (x.data<double>()[i] + x.data<double>()[i]) + x.data<double>()[i]);
+  for (int i = 0; i < 12; ++i)
+    OPWEAVE_CHECK_EQ(s.data<double>()[i],
+                     (x.data<double>()[i] + x.data<double>()[i]) + x.data<double>()[i]);
   Tensor c = cast(x, DType::kInt32, nullptr);
-  for (int i = 0; i < 12; ++i) OPWEAVE_CHECK_EQ(c.data<std::int32_t>()[i], static_cast<std::int32_t>(x.data<double>()[i]));
+  for (int i = 0; i < 12; ++i)
+    OPWEAVE_CHECK_EQ(c.data<std::int32_t>()[i], static_cast<std::int32_t>(x.data<double>()[i]));
   Tensor t = transpose(x, {}, nullptr);
   OPWEAVE_CHECK(t.shape() == (Shape{4, 3}));
   for (int i = 0; i < 3; ++i) {
-    for (int j = 0; j < 4; ++j) OPWEAVE_CHECK_EQ(t.data<double>()[j * 3 + i], x.data<double>()[i * 4 + j]);
+    for (int j = 0; j < 4; ++j)
+      OPWEAVE_CHECK_EQ(t.data<double>()[j * 3 + i], x.data<double>()[i * 4 + j]);
   }
   OPWEAVE_CHECK_THROWS(transpose(x, {0, 0}, nullptr));
+}
+
+OPWEAVE_TEST(baseline_and_avx2_reduction_loops_give_the_same_bits) {
+  using namespace reduce_detail;
+  if (!cpu_info().has_avx2) return;  // nothing to compare on this CPU
+  Tensor x = random_tensor<float>({40, 1001}, 61);
+  const float* p = x.data<float>();
+  const auto base = loops_baseline<Combine::kAdd, float>();
+  const auto avx2 = loops_avx2<Combine::kAdd, float>();
+  const float s0 = base.run(p, x.numel()), s1 = avx2.run(p, x.numel());
+  OPWEAVE_CHECK(std::memcmp(&s0, &s1, sizeof(float)) == 0);
+  std::vector<float> r0(1001), r1(1001), scratch(1001 * 8);
+  base.rows(p, 40, 1001, 1001, r0.data(), scratch.data());
+  avx2.rows(p, 40, 1001, 1001, r1.data(), scratch.data());
+  OPWEAVE_CHECK(std::memcmp(r0.data(), r1.data(), sizeof(float) * r0.size()) == 0);
 }
 
 OPWEAVE_TEST_MAIN()

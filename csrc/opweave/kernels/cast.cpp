@@ -44,12 +44,12 @@ Tensor cast(const Tensor& x, DType to, ThreadPool* pool) {
       const From* px = x.data<From>();
       To* po = out.data<To>();
       auto body = [&](std::int64_t begin, std::int64_t end) {
-        loop.run(begin, end,
-                 [&](std::int64_t o, const std::int64_t* off, const std::int64_t* st,
-                     std::int64_t n) {
-                   const From* src = px + off[0];
-                   for (std::int64_t i = 0; i < n; ++i) po[o + i] = convert<To>(src[i * st[0]]);
-                 });
+        loop.run(
+            begin, end,
+            [&](std::int64_t o, const std::int64_t* off, const std::int64_t* st, std::int64_t n) {
+              const From* src = px + off[0];
+              for (std::int64_t i = 0; i < n; ++i) po[o + i] = convert<To>(src[i * st[0]]);
+            });
       };
       if (loop.numel < kElementwiseParallelThreshold) {
         body(0, loop.numel);

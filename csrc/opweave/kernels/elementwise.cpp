@@ -8,6 +8,7 @@
 
 #include "opweave/kernels/kernel_util.h"
 #include "opweave/kernels/kernels.h"
+#include "opweave/kernels/vector_math.h"
 #include "opweave/parallel_for.h"
 
 namespace opweave {
@@ -125,8 +126,7 @@ struct BinaryFn {
 // The three inner-loop shapes worth specialising: both inputs contiguous, one a broadcast scalar.
 // Written as plain indexed loops so the compiler vectorises them.
 template <BinaryOp Op, typename T>
-void binary_run(const T* a, std::int64_t sa, const T* b, std::int64_t sb, T* out,
-                std::int64_t n) {
+void binary_run(const T* a, std::int64_t sa, const T* b, std::int64_t sb, T* out, std::int64_t n) {
   using F = BinaryFn<Op, T>;
   if (sa == 1 && sb == 1) {
     for (std::int64_t i = 0; i < n; ++i) out[i] = F::apply(a[i], b[i]);
@@ -161,6 +161,15 @@ void binary_typed(const Tensor& a, const Tensor& b, const Tensor& out, ThreadPoo
   }
 }
 
+// e = e^-|x| never overflows: 1/(1+e) for x >= 0, e/(1+e) otherwise. Branch-free, so it
+// vectorises together with the exp.
+template <typename T>
+inline T sigmoid(T x) {
+  const T e = vector_math::exp(vector_math::select<T>(x < T(0), x, -x));
+  const T r = T(1) / (T(1) + e);
+  return vector_math::select<T>(x >= T(0), r, e * r);
+}
+
 template <typename T>
 T apply_unary(UnaryOp op, T x) {
   if constexpr (std::is_same_v<T, bool>) {
@@ -175,15 +184,11 @@ T apply_unary(UnaryOp op, T x) {
       case UnaryOp::kRelu:
         return x < T(0) ? T(0) : x;  // NaN stays NaN
       case UnaryOp::kExp:
-        return std::exp(x);
+        return vector_math::exp(x);
       case UnaryOp::kTanh:
-        return std::tanh(x);
-      case UnaryOp::kSigmoid: {
-        // Two branches so exp never overflows: 1/(1+e^-x) for x >= 0, e^x/(1+e^x) otherwise.
-        if (x >= T(0)) return T(1) / (T(1) + std::exp(-x));
-        const T e = std::exp(x);
-        return e / (T(1) + e);
-      }
+        return std::tanh(x);  // libm: the exp-based forms lose accuracy near 0
+      case UnaryOp::kSigmoid:
+        return sigmoid(x);
     }
     return x;
   }
@@ -260,9 +265,8 @@ Tensor unary(UnaryOp op, const Tensor& x, ThreadPool* pool) {
   const char* name = unary_name(op);
   const bool needs_float = op == UnaryOp::kExp || op == UnaryOp::kTanh || op == UnaryOp::kSigmoid;
   if ((needs_float && !dtype_is_floating(x.dtype())) || x.dtype() == DType::kBool) {
-    throw_invalid_argument(std::string(name) + " does not support dtype " +
-                           dtype_name(x.dtype()) + " (input shape " + shape_to_string(x.shape()) +
-                           ")");
+    throw_invalid_argument(std::string(name) + " does not support dtype " + dtype_name(x.dtype()) +
+                           " (input shape " + shape_to_string(x.shape()) + ")");
   }
   Tensor out = Tensor::empty(x.dtype(), x.shape());
   if (out.numel() == 0) return out;
@@ -271,11 +275,30 @@ Tensor unary(UnaryOp op, const Tensor& x, ThreadPool* pool) {
     // Transcendentals cost ~20-40 cycles an element: worth forking at smaller sizes.
     const double cost = needs_float ? 20.0 : 1.0;
     switch (op) {
+      // Each op gets its own small lambda (not apply_unary's switch) so the loop body inlines
+      // and vectorises.
       case UnaryOp::kNeg:
-        return unary_loop<T>(x, out, pool, [](T v) { return apply_unary(UnaryOp::kNeg, v); }, cost);
+        if constexpr (std::is_floating_point_v<T>) {
+          return unary_loop<T>(x, out, pool, [](T v) { return -v; }, cost);
+        } else if constexpr (!std::is_same_v<T, bool>) {
+          return unary_loop<T>(x, out, pool, [](T v) { return wrap_sub<T>(0, v); }, cost);
+        }
+        break;
       case UnaryOp::kRelu:
-        return unary_loop<T>(x, out, pool, [](T v) { return apply_unary(UnaryOp::kRelu, v); },
-                             cost);
+        if constexpr (!std::is_same_v<T, bool>) {
+          return unary_loop<T>(x, out, pool, [](T v) { return v < T(0) ? T(0) : v; }, cost);
+        }
+        break;
+      case UnaryOp::kExp:
+        if constexpr (std::is_floating_point_v<T>) {
+          return unary_loop<T>(x, out, pool, [](T v) { return vector_math::exp(v); }, cost);
+        }
+        break;
+      case UnaryOp::kSigmoid:
+        if constexpr (std::is_floating_point_v<T>) {
+          return unary_loop<T>(x, out, pool, [](T v) { return sigmoid(v); }, cost);
+        }
+        break;
       default:
         return unary_loop<T>(x, out, pool, [op](T v) { return apply_unary(op, v); }, cost);
     }
@@ -314,7 +337,8 @@ Tensor add_n(const std::vector<Tensor>& inputs, ThreadPool* pool) {
         for (std::int64_t i = b; i < e; ++i) po[i] = p0[i];
         for (std::size_t k = 1; k < dense.size(); ++k) {
           const T* pk = dense[k].data<T>();
-          for (std::int64_t i = b; i < e; ++i) po[i] = BinaryFn<BinaryOp::kAdd, T>::apply(po[i], pk[i]);
+          for (std::int64_t i = b; i < e; ++i)
+            po[i] = BinaryFn<BinaryOp::kAdd, T>::apply(po[i], pk[i]);
         }
       };
       if (n < kElementwiseParallelThreshold) {

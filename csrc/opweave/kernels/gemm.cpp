@@ -73,15 +73,19 @@ void pack_a(const StridedMatrix<T>& a, std::int64_t m, std::int64_t i0, std::int
     const T* src = a.data + (i0 + ir) * a.rs + p0 * a.cs;
     if (a.rs == 1 && rows == mr) {
       // Column-major A (e.g. a transposed C-order matrix): each k step is MR contiguous values.
-      for (std::int64_t p = 0; p < kc; ++p) std::memcpy(dst + p * mr, src + p * a.cs, sizeof(T) * mr);
+      for (std::int64_t p = 0; p < kc; ++p)
+        std::memcpy(dst + p * mr, src + p * a.cs, sizeof(T) * mr);
+    } else if (a.cs == 1 && rows == mr) {
+      // Row-major A: a transpose of an MR x kc block. Write the packed panel in order (k outer)
+      // from MR row streams rather than scattering each row with stride MR (store-friendlier;
+      // the difference was below the noise of the shared test machine).
+      for (std::int64_t p = 0; p < kc; ++p) {
+        for (int i = 0; i < mr; ++i) dst[p * mr + i] = src[i * a.rs + p];
+      }
     } else {
       for (std::int64_t i = 0; i < rows; ++i) {
         const T* row = src + i * a.rs;
-        if (a.cs == 1) {
-          for (std::int64_t p = 0; p < kc; ++p) dst[p * mr + i] = row[p];
-        } else {
-          for (std::int64_t p = 0; p < kc; ++p) dst[p * mr + i] = row[p * a.cs];
-        }
+        for (std::int64_t p = 0; p < kc; ++p) dst[p * mr + i] = row[p * a.cs];
       }
       for (std::int64_t i = rows; i < mr; ++i) {
         for (std::int64_t p = 0; p < kc; ++p) dst[p * mr + i] = T(0);
@@ -101,7 +105,8 @@ void pack_b(const StridedMatrix<T>& b, std::int64_t n, std::int64_t j0, std::int
     T* dst = bpack + jr * kc;
     const T* src = b.data + p0 * b.rs + (j0 + jr) * b.cs;
     if (b.cs == 1 && cols == nr) {
-      for (std::int64_t p = 0; p < kc; ++p) std::memcpy(dst + p * nr, src + p * b.rs, sizeof(T) * nr);
+      for (std::int64_t p = 0; p < kc; ++p)
+        std::memcpy(dst + p * nr, src + p * b.rs, sizeof(T) * nr);
     } else {
       for (std::int64_t j = 0; j < cols; ++j) {
         const T* col = src + j * b.cs;
@@ -140,7 +145,8 @@ void small_gemm(std::int64_t m, std::int64_t n, std::int64_t k, const StridedMat
               }
             }
             for (; p < k; ++p) acc[p & 7] += ar[p * a.cs] * b.data[p * b.rs];
-            c[i * ldc] = ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]));
+            c[i * ldc] =
+                ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]));
           }
         },
         cost_per_row);
@@ -153,7 +159,8 @@ void small_gemm(std::int64_t m, std::int64_t n, std::int64_t k, const StridedMat
   if (b.cs != 1) {
     bcopy.resize(static_cast<std::size_t>(k * n));
     for (std::int64_t p = 0; p < k; ++p) {
-      for (std::int64_t j = 0; j < n; ++j) bcopy[static_cast<std::size_t>(p * n + j)] = b.data[p * b.rs + j * b.cs];
+      for (std::int64_t j = 0; j < n; ++j)
+        bcopy[static_cast<std::size_t>(p * n + j)] = b.data[p * b.rs + j * b.cs];
     }
     bd = bcopy.data();
     brs = n;
@@ -216,8 +223,12 @@ void packed_gemm(const MicroKernel<T>& uk, std::int64_t m, std::int64_t n, std::
                  const StridedMatrix<T>& a, const StridedMatrix<T>& b, T* c, std::int64_t ldc,
                  ThreadPool* pool) {
   const int mr = uk.mr, nr = uk.nr;
-  const std::int64_t kc_max = std::min(uk.kc, k);
-  const std::int64_t nc_max = std::min(uk.nc, (n + nr - 1) / nr * nr);
+  // Balanced blocks: K = 256 with KC = 192 runs as 2 x 128 rather than 192 + 64 (a short block
+  // pays the C-tile load/store for little work). Depends only on k and n, never on threads.
+  const std::int64_t k_blocks = (k + uk.kc - 1) / uk.kc;
+  const std::int64_t kc_max = (k + k_blocks - 1) / k_blocks;
+  const std::int64_t n_blocks = (n + uk.nc - 1) / uk.nc;
+  const std::int64_t nc_max = ((n + n_blocks - 1) / n_blocks + nr - 1) / nr * nr;
   // The B panel is per call (not thread-local): while this thread waits in parallel_for it may
   // help run another op's matmul, which must not overwrite our panel.
   AlignedBuffer bbuf;
@@ -231,11 +242,11 @@ void packed_gemm(const MicroKernel<T>& uk, std::int64_t m, std::int64_t n, std::
   const std::int64_t grain =
       std::max<std::int64_t>(1, std::min(mc_panels, (m_panels + 2 * threads - 1) / (2 * threads)));
 
-  for (std::int64_t jc = 0; jc < n; jc += uk.nc) {
-    const std::int64_t nc = std::min(uk.nc, n - jc);
+  for (std::int64_t jc = 0; jc < n; jc += nc_max) {
+    const std::int64_t nc = std::min(nc_max, n - jc);
     const std::int64_t n_panels = (nc + nr - 1) / nr;
-    for (std::int64_t pc = 0; pc < k; pc += uk.kc) {
-      const std::int64_t kc = std::min(uk.kc, k - pc);
+    for (std::int64_t pc = 0; pc < k; pc += kc_max) {
+      const std::int64_t kc = std::min(kc_max, k - pc);
       const bool accumulate = pc > 0;
       parallel_for(
           pool, 0, n_panels, std::max<std::int64_t>(1, n_panels / (2 * threads)),
@@ -287,10 +298,11 @@ template void packed_gemm<float>(const MicroKernel<float>&, std::int64_t, std::i
                                  const StridedMatrix<float>&, float*, std::int64_t, ThreadPool*);
 template void packed_gemm<double>(const MicroKernel<double>&, std::int64_t, std::int64_t,
                                   std::int64_t, const StridedMatrix<double>&,
-                                  const StridedMatrix<double>&, double*, std::int64_t,
-                                  ThreadPool*);
+                                  const StridedMatrix<double>&, double*, std::int64_t, ThreadPool*);
 
-const char* gemm_isa(bool float64) { return float64 ? best_kernel_f64().isa : best_kernel_f32().isa; }
+const char* gemm_isa(bool float64) {
+  return float64 ? best_kernel_f64().isa : best_kernel_f32().isa;
+}
 
 bool gemm_is_small(std::int64_t m, std::int64_t n, std::int64_t k) {
   // Below ~32^3 multiply-adds packing costs as much as it saves; very skinny products (one or two

@@ -16,7 +16,7 @@ namespace opweave::gemm_detail {
 // c: row-major tile with row stride ldc; accumulate = false overwrites C (beta = 0), true adds.
 template <typename T>
 using MicroKernelFn = void (*)(std::int64_t kc, const T* a, const T* b, T* c, std::int64_t ldc,
-                              bool accumulate);
+                               bool accumulate);
 
 template <typename T>
 struct MicroKernel {

@@ -57,8 +57,8 @@ void kernel_f32_6x16(std::int64_t kc, const float* a, const float* b, float* c, 
   store(c + 5 * ldc, c50, c51);
 }
 
-void kernel_f64_6x8(std::int64_t kc, const double* a, const double* b, double* c,
-                    std::int64_t ldc, bool accumulate) {
+void kernel_f64_6x8(std::int64_t kc, const double* a, const double* b, double* c, std::int64_t ldc,
+                    bool accumulate) {
   __m256d c00 = _mm256_setzero_pd(), c01 = _mm256_setzero_pd();
   __m256d c10 = _mm256_setzero_pd(), c11 = _mm256_setzero_pd();
   __m256d c20 = _mm256_setzero_pd(), c21 = _mm256_setzero_pd();
@@ -110,7 +110,9 @@ void kernel_f64_6x8(std::int64_t kc, const double* a, const double* b, double* c
 // KC=256: a 256 x 16 float B micro-panel is 16 KiB, a third of the 48 KiB L1d. MC=144 floats x
 // 256 = 144 KiB of packed A stays in L2. NC=4080 (a multiple of 16 and of 6*... near 4K) bounds the
 // B panel at 4 MiB, kept in L3.
-MicroKernel<float> avx2_kernel_f32() { return {6, 16, 256, 144, 4080, &kernel_f32_6x16, "avx2+fma"}; }
+MicroKernel<float> avx2_kernel_f32() {
+  return {6, 16, 256, 144, 4080, &kernel_f32_6x16, "avx2+fma"};
+}
 MicroKernel<double> avx2_kernel_f64() { return {6, 8, 256, 72, 4080, &kernel_f64_6x8, "avx2+fma"}; }
 
 }  // namespace opweave::gemm_detail

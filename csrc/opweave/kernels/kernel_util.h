@@ -69,8 +69,8 @@ inline Shape broadcast_strides(const Tensor& t, const Shape& out_shape) {
 // or simply broadcast problem becomes one or two long inner loops.
 template <int N>
 struct StridedLoop {
-  Shape shape;                   // merged shape (rank >= 1)
-  std::vector<Shape> strides;    // N inputs' element strides for `shape`
+  Shape shape;                 // merged shape (rank >= 1)
+  std::vector<Shape> strides;  // N inputs' element strides for `shape`
   std::int64_t numel = 0;
 
   StridedLoop(const Shape& out_shape, const std::vector<Shape>& in_strides) {
@@ -130,11 +130,13 @@ struct StridedLoop {
       // Advance to the start of the next row.
       for (int k = 0; k < N; ++k) offsets[k] += (count)*inner_strides[k];
       index.back() = j + count;
-      for (int d = nd - 1; d > 0 && index[static_cast<std::size_t>(d)] == shape[static_cast<std::size_t>(d)]; --d) {
+      for (int d = nd - 1;
+           d > 0 && index[static_cast<std::size_t>(d)] == shape[static_cast<std::size_t>(d)]; --d) {
         index[static_cast<std::size_t>(d)] = 0;
         for (int k = 0; k < N; ++k) {
-          offsets[k] += strides[k][static_cast<std::size_t>(d - 1)] -
-                        shape[static_cast<std::size_t>(d)] * strides[k][static_cast<std::size_t>(d)];
+          offsets[k] +=
+              strides[k][static_cast<std::size_t>(d - 1)] -
+              shape[static_cast<std::size_t>(d)] * strides[k][static_cast<std::size_t>(d)];
         }
         ++index[static_cast<std::size_t>(d - 1)];
       }

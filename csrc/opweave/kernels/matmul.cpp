@@ -12,16 +12,16 @@ namespace opweave {
 namespace {
 
 struct MatmulPlan {
-  Shape batch;          // broadcast batch shape
-  Shape result;         // final result shape (promoted dims removed)
+  Shape batch;   // broadcast batch shape
+  Shape result;  // final result shape (promoted dims removed)
   std::int64_t m, n, k;
   // Matrix views: row/col strides of the (transposed) 2-D operand and per-batch-dim strides.
   std::int64_t a_rs, a_cs, b_rs, b_cs;
   Shape a_batch_strides, b_batch_strides;
 };
 
-[[noreturn]] void matmul_error(const std::string& what, const Shape& a, const Shape& b,
-                               bool ta, bool tb) {
+[[noreturn]] void matmul_error(const std::string& what, const Shape& a, const Shape& b, bool ta,
+                               bool tb) {
   throw_invalid_argument("matmul: " + what + ": a " + shape_to_string(a) +
                          (ta ? " (transposed)" : "") + ", b " + shape_to_string(b) +
                          (tb ? " (transposed)" : ""));
@@ -52,8 +52,9 @@ MatmulPlan plan_matmul(const Shape& a_shape, const Shape& a_strides, const Shape
   const std::int64_t kb = tb ? bs[br - 1] : bs[br - 2];
   plan.n = tb ? bs[br - 2] : bs[br - 1];
   if (ka != kb) {
-    matmul_error("inner dimensions differ (" + std::to_string(ka) + " vs " + std::to_string(kb) + ")",
-                 a_shape, b_shape, ta, tb);
+    matmul_error(
+        "inner dimensions differ (" + std::to_string(ka) + " vs " + std::to_string(kb) + ")",
+        a_shape, b_shape, ta, tb);
   }
   plan.k = ka;
   plan.a_rs = ta ? ast[ar - 1] : ast[ar - 2];
@@ -133,13 +134,13 @@ Shape matmul_result_shape(const Shape& a, const Shape& b, bool transpose_a, bool
 void matmul_into(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose_b,
                  const Tensor& out, ThreadPool* pool) {
   check_dtypes(a, b);
-  const MatmulPlan plan = plan_matmul(a.shape(), a.strides(), b.shape(), b.strides(), transpose_a,
-                                      transpose_b);
+  const MatmulPlan plan =
+      plan_matmul(a.shape(), a.strides(), b.shape(), b.strides(), transpose_a, transpose_b);
   if (out.dtype() != a.dtype() || out.shape() != plan.result || !out.is_contiguous()) {
-    throw_invalid_argument("matmul: out must be a contiguous " + std::string(dtype_name(a.dtype())) +
-                           " tensor of shape " + shape_to_string(plan.result) + ", got " +
-                           dtype_name(out.dtype()) + " " + shape_to_string(out.shape()) +
-                           (out.is_contiguous() ? "" : " (not contiguous)"));
+    throw_invalid_argument(
+        "matmul: out must be a contiguous " + std::string(dtype_name(a.dtype())) +
+        " tensor of shape " + shape_to_string(plan.result) + ", got " + dtype_name(out.dtype()) +
+        " " + shape_to_string(out.shape()) + (out.is_contiguous() ? "" : " (not contiguous)"));
   }
   if (out.numel() == 0) return;
   if (a.dtype() == DType::kFloat32) {
@@ -152,8 +153,8 @@ void matmul_into(const Tensor& a, const Tensor& b, bool transpose_a, bool transp
 Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose_b,
               ThreadPool* pool) {
   check_dtypes(a, b);
-  const MatmulPlan plan = plan_matmul(a.shape(), a.strides(), b.shape(), b.strides(), transpose_a,
-                                      transpose_b);
+  const MatmulPlan plan =
+      plan_matmul(a.shape(), a.strides(), b.shape(), b.strides(), transpose_a, transpose_b);
   Tensor out = Tensor::empty(a.dtype(), plan.result);
   if (out.numel() == 0) return out;
   matmul_into(a, b, transpose_a, transpose_b, out, pool);

@@ -7,11 +7,12 @@
 //   I == 1: each output reduces a contiguous run of R values (pairwise, vectorised lanes);
 //   I > 1:  rows of I values are streamed and combined element-wise (never walking columns).
 //
-// Determinism: blocks are fixed sizes that depend only on R (kBlock values, kLeafRows rows) and
-// partial results are combined in a fixed pairwise tree, so the bits never depend on which thread
-// computed which block or on the pool size. Accuracy: a contiguous sum is NumPy's pairwise scheme
-// (independent lanes over short leaves, halving recursion above), with shorter leaves than NumPy's;
-// a strided-axis sum combines 16-row leaves pairwise where NumPy adds row after row.
+// Determinism: blocks are fixed sizes that depend only on R (kBlock values, kRowBlock rows,
+// kLeafRows-row leaves) and partial results are combined in fixed pairwise trees, so the bits never
+// depend on which thread computed which block or on the pool size. Accuracy: a contiguous sum is
+// NumPy's pairwise scheme (independent lanes over short leaves, halving recursion above) with
+// shorter leaves than NumPy's; a strided-axis sum combines 16-row leaves pairwise where NumPy adds
+// row after row. The inner loops live in reduce_loops.h (baseline and AVX2 builds).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -19,8 +20,10 @@
 #include <numeric>
 #include <type_traits>
 
+#include "opweave/cpu_info.h"
 #include "opweave/kernels/kernel_util.h"
 #include "opweave/kernels/kernels.h"
+#include "opweave/kernels/reduce_loops.h"
 #include "opweave/parallel_for.h"
 
 namespace opweave {
@@ -42,70 +45,30 @@ const char* reduce_name(ReduceOp op) {
   return "reduce";
 }
 
-enum class Combine { kAdd, kMax, kMin };
+using reduce_detail::Combine;
+using reduce_detail::LoopFns;
 
-// The element combiner. Integer sums wrap (computed on the unsigned type); max/min propagate NaN:
-// "a is NaN or a beats b" picks a, otherwise b (which is NaN if b is) -- branch-free, so the
-// loops below vectorise.
+// The vectorised loops for this CPU (same results either way; see reduce_loops.h).
 template <Combine C, typename T>
-struct Op {
-  static T apply(T a, T b) {
-    if constexpr (C == Combine::kAdd) {
-      if constexpr (std::is_integral_v<T>) {
-        using U = std::make_unsigned_t<T>;
-        return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
-      } else {
-        return a + b;
-      }
-    } else if constexpr (C == Combine::kMax) {
-      return (a != a || a > b) ? a : b;
-    } else {
-      return (a != a || a < b) ? a : b;
-    }
-  }
-};
-
-// Contiguous reduction of n values, NumPy's pairwise structure: leaves of up to kLeaf values use
-// kLanes independent accumulators (lane u takes elements u, u + kLanes, ...), combined in a fixed
-// tree; longer runs split in halves (at a multiple of kLanes) recursively.
-constexpr std::int64_t kLanes = 16;
-constexpr std::int64_t kLeaf = 256;
-
-template <Combine C, typename T>
-T reduce_leaf(const T* x, std::int64_t n) {
-  using F = Op<C, T>;
-  if (n < kLanes) {
-    T r = x[0];
-    for (std::int64_t i = 1; i < n; ++i) r = F::apply(r, x[i]);
-    return r;
-  }
-  T acc[kLanes];
-  for (std::int64_t u = 0; u < kLanes; ++u) acc[u] = x[u];
-  std::int64_t i = kLanes;
-  for (; i + kLanes <= n; i += kLanes) {
-    for (std::int64_t u = 0; u < kLanes; ++u) acc[u] = F::apply(acc[u], x[i + u]);
-  }
-  for (std::int64_t w = kLanes / 2; w >= 1; w /= 2) {
-    for (std::int64_t u = 0; u < w; ++u) acc[u] = F::apply(acc[u], acc[u + w]);
-  }
-  for (; i < n; ++i) acc[0] = F::apply(acc[0], x[i]);
-  return acc[0];
+const LoopFns<C, T>& loops() {
+  static const LoopFns<C, T> fns = cpu_info().has_avx2 ? reduce_detail::loops_avx2<C, T>()
+                                                       : reduce_detail::loops_baseline<C, T>();
+  return fns;
 }
 
 template <Combine C, typename T>
-T reduce_pairwise(const T* x, std::int64_t n) {
-  if (n <= kLeaf) return reduce_leaf<C, T>(x, n);
-  std::int64_t half = n / 2;
-  half -= half % kLanes;
-  return Op<C, T>::apply(reduce_pairwise<C, T>(x, half), reduce_pairwise<C, T>(x + half, n - half));
+T apply_scalar(T a, T b) {
+  T r = a;
+  loops<C, T>().combine(&r, &b, 1);
+  return r;
 }
 
-// Fixed pairwise tree over partials (shape depends only on their count).
+// Fixed pairwise tree over partials (its shape depends only on their count).
 template <Combine C, typename T>
 T combine_tree(std::vector<T>& partial) {
   for (std::size_t width = 1; width < partial.size(); width *= 2) {
     for (std::size_t i = 0; i + width < partial.size(); i += 2 * width) {
-      partial[i] = Op<C, T>::apply(partial[i], partial[i + width]);
+      partial[i] = apply_scalar<C, T>(partial[i], partial[i + width]);
     }
   }
   return partial[0];
@@ -118,60 +81,41 @@ constexpr std::int64_t kBlock = 64 * 1024;
 
 template <Combine C, typename T>
 T reduce_run(const T* x, std::int64_t n, ThreadPool* pool) {
+  const auto& fns = loops<C, T>();
   const std::int64_t nblocks = (n + kBlock - 1) / kBlock;
-  if (nblocks == 1) return reduce_pairwise<C, T>(x, n);
+  if (nblocks == 1) return fns.run(x, n);
   std::vector<T> partial(static_cast<std::size_t>(nblocks));
   parallel_for(
       pool, 0, nblocks, 1,
       [&](std::int64_t b0, std::int64_t b1) {
         for (std::int64_t b = b0; b < b1; ++b) {
           const std::int64_t lo = b * kBlock;
-          partial[static_cast<std::size_t>(b)] =
-              reduce_pairwise<C, T>(x + lo, std::min(kBlock, n - lo));
+          partial[static_cast<std::size_t>(b)] = fns.run(x + lo, std::min(kBlock, n - lo));
         }
       },
       static_cast<double>(kBlock));
   return combine_tree<C, T>(partial);
 }
 
-// dst[j] = op(dst[j], src[j]) for j < w.
-template <Combine C, typename T>
-void combine_row(T* dst, const T* src, std::int64_t w) {
-  for (std::int64_t j = 0; j < w; ++j) dst[j] = Op<C, T>::apply(dst[j], src[j]);
-}
-
-// out[0:w] = reduction over rows r < R of src[r * stride + (0:w)]: leaves of up to kLeafRows rows
-// are accumulated in order into one L1-resident row, leaves are combined pairwise. scratch holds
-// w * (recursion depth) values.
-constexpr std::int64_t kLeafRows = 16;
-
-template <Combine C, typename T>
-void reduce_rows(const T* src, std::int64_t rows, std::int64_t stride, std::int64_t w, T* out,
-                 T* scratch) {
-  if (rows <= kLeafRows) {
-    std::memcpy(out, src, sizeof(T) * static_cast<std::size_t>(w));
-    for (std::int64_t r = 1; r < rows; ++r) combine_row<C, T>(out, src + r * stride, w);
-    return;
-  }
-  const std::int64_t half = rows / 2;
-  reduce_rows<C, T>(src, half, stride, w, out, scratch + w);
-  reduce_rows<C, T>(src + half * stride, rows - half, stride, w, scratch, scratch + w);
-  combine_row<C, T>(out, scratch, w);
-}
-
-// Column chunk width for streaming rows: 2048 values (8-16 KiB) keep the output row and the
-// scratch rows in L1 while each input row segment is read once.
-constexpr std::int64_t kColumnChunk = 2048;
+// Streaming rows: a unit of work reduces up to kRowBlock whole rows (for a C-order array, one
+// sequential stream through memory, which is what DRAM prefetching wants), over a column chunk
+// of at most 16 KiB so the output row stays in L1. Row-block partials are combined in a fixed
+// pairwise tree, so the bits do not depend on how many threads took blocks.
+constexpr std::int64_t kRowBlock = 256;
+constexpr std::int64_t kColumnChunkBytes = 16 * 1024;
 
 // One pass: src is contiguous [O, R, I]; dst is contiguous [O, I].
 template <Combine C, typename T>
 void reduce_pass(const T* src, std::int64_t o_count, std::int64_t r_count, std::int64_t i_count,
                  T* dst, ThreadPool* pool) {
+  const auto& fns = loops<C, T>();
   if (i_count == 1) {
     const int threads = pool_threads(pool);
     if (o_count < 2 * threads && r_count >= 2 * kBlock) {
       // Few long rows: parallel inside each row (same blocks and tree as the serial path).
-      for (std::int64_t o = 0; o < o_count; ++o) dst[o] = reduce_run<C, T>(src + o * r_count, r_count, pool);
+      for (std::int64_t o = 0; o < o_count; ++o) {
+        dst[o] = reduce_run<C, T>(src + o * r_count, r_count, pool);
+      }
     } else {
       parallel_for(
           pool, 0, o_count, std::max<std::int64_t>(1, 16384 / std::max<std::int64_t>(1, r_count)),
@@ -184,22 +128,49 @@ void reduce_pass(const T* src, std::int64_t o_count, std::int64_t r_count, std::
     }
     return;
   }
-  const std::int64_t chunks = (i_count + kColumnChunk - 1) / kColumnChunk;
-  int depth = 1;
-  for (std::int64_t r = r_count; r > kLeafRows; r = (r + 1) / 2) ++depth;
+  const std::int64_t chunk = std::max<std::int64_t>(16, kColumnChunkBytes / sizeof(T));
+  const std::int64_t chunks = (i_count + chunk - 1) / chunk;
+  const std::int64_t rblocks = (r_count + kRowBlock - 1) / kRowBlock;
+  const std::int64_t block_rows = std::min(r_count, kRowBlock);
+  const int depth = reduce_detail::row_tree_depth(block_rows);
+  // With one row block the units write dst directly; otherwise per-block partial rows.
+  std::vector<T> partial(rblocks > 1 ? static_cast<std::size_t>(o_count * rblocks * i_count) : 0);
+  parallel_for(
+      pool, 0, o_count * rblocks * chunks, 1,
+      [&](std::int64_t u0, std::int64_t u1) {
+        std::vector<T> scratch(static_cast<std::size_t>(depth * std::min(chunk, i_count)));
+        for (std::int64_t u = u0; u < u1; ++u) {
+          const std::int64_t c = u % chunks;
+          const std::int64_t rb = (u / chunks) % rblocks;
+          const std::int64_t o = u / (chunks * rblocks);
+          const std::int64_t j0 = c * chunk;
+          const std::int64_t w = std::min(chunk, i_count - j0);
+          const std::int64_t r0 = rb * kRowBlock;
+          const std::int64_t nrows = std::min(kRowBlock, r_count - r0);
+          T* out = rblocks > 1 ? partial.data() + (o * rblocks + rb) * i_count + j0
+                               : dst + o * i_count + j0;
+          fns.rows(src + (o * r_count + r0) * i_count + j0, nrows, i_count, w, out, scratch.data());
+        }
+      },
+      static_cast<double>(block_rows * std::min(chunk, i_count)));
+  if (rblocks == 1) return;
   parallel_for(
       pool, 0, o_count * chunks, 1,
       [&](std::int64_t u0, std::int64_t u1) {
-        std::vector<T> scratch(static_cast<std::size_t>(depth * kColumnChunk));
         for (std::int64_t u = u0; u < u1; ++u) {
           const std::int64_t o = u / chunks;
-          const std::int64_t j0 = (u % chunks) * kColumnChunk;
-          const std::int64_t w = std::min(kColumnChunk, i_count - j0);
-          reduce_rows<C, T>(src + o * r_count * i_count + j0, r_count, i_count, w,
-                            dst + o * i_count + j0, scratch.data());
+          const std::int64_t j0 = (u % chunks) * chunk;
+          const std::int64_t w = std::min(chunk, i_count - j0);
+          T* base = partial.data() + o * rblocks * i_count + j0;
+          for (std::int64_t width = 1; width < rblocks; width *= 2) {
+            for (std::int64_t i = 0; i + width < rblocks; i += 2 * width) {
+              fns.combine(base + i * i_count, base + (i + width) * i_count, w);
+            }
+          }
+          std::memcpy(dst + o * i_count + j0, base, sizeof(T) * static_cast<std::size_t>(w));
         }
       },
-      static_cast<double>(r_count * std::min(kColumnChunk, i_count)));
+      static_cast<double>(rblocks * std::min(chunk, i_count)));
 }
 
 struct Group {
@@ -259,7 +230,8 @@ Tensor reduce_groups(const Tensor& x, std::int64_t base_offset, std::vector<Grou
     if (r < 0) break;
     std::int64_t o_count = 1, i_count = 1;
     for (int i = 0; i < r; ++i) o_count *= merged[static_cast<std::size_t>(i)].size;
-    for (std::size_t i = static_cast<std::size_t>(r) + 1; i < merged.size(); ++i) i_count *= merged[i].size;
+    for (std::size_t i = static_cast<std::size_t>(r) + 1; i < merged.size(); ++i)
+      i_count *= merged[i].size;
     Tensor next = Tensor::empty(dtype, {o_count * i_count});
     reduce_pass<C, T>(src, o_count, merged[static_cast<std::size_t>(r)].size, i_count,
                       next.data<T>(), pool);
@@ -325,7 +297,8 @@ Tensor reduce(ReduceOp op, const Tensor& x, const std::optional<std::vector<int>
     }
     kernel_detail::dispatch_all(dtype, [&](auto tag) {
       using T = typename decltype(tag)::type;
-      const T fill = op == ReduceOp::kMean ? static_cast<T>(std::numeric_limits<double>::quiet_NaN()) : T(0);
+      const T fill =
+          op == ReduceOp::kMean ? static_cast<T>(std::numeric_limits<double>::quiet_NaN()) : T(0);
       std::fill(out.data<T>(), out.data<T>() + out.numel(), fill);
     });
     return out;

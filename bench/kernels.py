@@ -1,0 +1,216 @@
+"""Kernel benchmark: opweave vs NumPy (OpenBLAS) vs PyTorch, same work, same process.
+
+Matmul GFLOP/s for n in 256..2048 (float32, float64) and sum GB/s over 1 MiB / 16 MiB / 256 MiB
+arrays and along each axis of a 4096 x 4096 float32 array, with 1 and 2 threads. Peers are pinned
+to the same thread count (threadpoolctl for OpenBLAS, torch.set_num_threads for PyTorch); opweave
+runs on a private pool of that size. Implementations are interleaved (one call each, round after
+round) and the median per implementation is reported, with the ratio opweave / peer.
+
+    python bench/kernels.py               # full table
+    python bench/kernels.py --quick       # fewer sizes and repeats
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import platform
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from opweave import _opweave_core, kernels
+
+try:
+    from threadpoolctl import threadpool_info, threadpool_limits
+except ImportError:  # pragma: no cover
+    threadpool_limits = None
+    threadpool_info = None
+
+try:
+    import torch
+except ImportError:  # pragma: no cover
+    torch = None
+
+
+_CLOCK: Callable[[], float] = time.perf_counter
+
+
+def _interleaved(fns: dict[str, Callable[[], Any]], reps: int, budget_s: float) -> dict[str, float]:
+    """Median seconds per call of each fn, calls interleaved round by round."""
+    for fn in fns.values():  # warm up (page faults, pools, caches)
+        fn()
+    times: dict[str, list[float]] = {name: [] for name in fns}
+    start = time.perf_counter()
+    for r in range(reps):
+        for name, fn in fns.items():
+            t0 = _CLOCK()
+            fn()
+            times[name].append(_CLOCK() - t0)
+        if r >= 4 and time.perf_counter() - start > budget_s:
+            break
+    return {name: statistics.median(ts) for name, ts in times.items()}
+
+
+class _Pinned:
+    """Pins OpenBLAS (threadpoolctl) and PyTorch to `threads` for the duration of one case.
+
+    Set once per case, outside the timed calls: entering threadpool_limits costs ~0.1 ms, which
+    would swamp a 256 x 256 matmul.
+    """
+
+    def __init__(self, threads: int) -> None:
+        self.threads = threads
+        self._limits: Any = None
+
+    def __enter__(self) -> _Pinned:
+        if threadpool_limits is not None:
+            self._limits = threadpool_limits(limits=self.threads, user_api="blas")
+        if torch is not None:
+            torch.set_num_threads(self.threads)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._limits is not None:
+            self._limits.restore_original_limits()
+
+
+def bench_matmul(sizes: list[int], threads_list: list[int], reps: int) -> list[tuple[Any, ...]]:
+    rows = []
+    rng = np.random.default_rng(0)
+    for dtype in (np.float32, np.float64):
+        for n in sizes:
+            a = rng.standard_normal((n, n)).astype(dtype)
+            b = rng.standard_normal((n, n)).astype(dtype)
+            out = np.empty((n, n), dtype)
+            flops = 2.0 * n**3
+            for threads in threads_list:
+                fns: dict[str, Callable[[], Any]] = {
+                    "opweave": lambda a=a, b=b, out=out, t=threads: kernels.matmul(
+                        a, b, out=out, _num_threads=t
+                    ),
+                    "numpy": lambda a=a, b=b, out=out: np.matmul(a, b, out=out),
+                }
+                if torch is not None:
+                    ta, tb, tout = torch.from_numpy(a), torch.from_numpy(b), torch.from_numpy(out)
+                    fns["torch"] = lambda ta=ta, tb=tb, tout=tout: torch.matmul(ta, tb, out=tout)
+                with _Pinned(threads):
+                    med = _interleaved(fns, reps, budget_s=max(2.0, 0.3 * reps * flops / 5e10))
+                rows.append(
+                    (
+                        f"matmul {np.dtype(dtype).name} n={n}",
+                        threads,
+                        "GFLOP/s",
+                        {k: flops / v / 1e9 for k, v in med.items()},
+                    )
+                )
+                _print_row(rows[-1])
+    return rows
+
+
+def bench_sum(threads_list: list[int], reps: int, big: bool) -> list[tuple[Any, ...]]:
+    rows = []
+    rng = np.random.default_rng(1)
+    cases: list[tuple[str, np.ndarray[Any, Any], Any]] = []
+    mib_list = [1, 16, 256] if big else [1, 16]
+    for mib in mib_list:
+        x = rng.random(mib * (1 << 20) // 4, dtype=np.float32)
+        cases.append((f"sum f32 {mib} MiB", x, None))
+    sq = rng.random((4096, 4096), dtype=np.float32)
+    cases.append(("sum f32 4096^2 axis=0", sq, 0))
+    cases.append(("sum f32 4096^2 axis=1", sq, 1))
+    for label, x, axis in cases:
+        for threads in threads_list:
+            fns: dict[str, Callable[[], Any]] = {
+                "opweave": lambda x=x, axis=axis, t=threads: kernels.reduce_sum(
+                    x, axis=axis, _num_threads=t
+                ),
+                "numpy": lambda x=x, axis=axis: np.sum(x, axis=axis),
+            }
+            if torch is not None:
+                tx = torch.from_numpy(x)
+                if axis is None:
+                    fns["torch"] = lambda tx=tx: torch.sum(tx)
+                else:
+                    fns["torch"] = lambda tx=tx, axis=axis: torch.sum(tx, dim=axis)
+            with _Pinned(threads):
+                med = _interleaved(fns, reps, budget_s=max(1.0, 20 * x.nbytes / 5e9))
+            rows.append((label, threads, "GB/s", {k: x.nbytes / v / 1e9 for k, v in med.items()}))
+            _print_row(rows[-1])
+    return rows
+
+
+def _print_header() -> None:
+    print(
+        f"{'case':<28}{'thr':>4} {'unit':<8}{'opweave':>9}{'numpy':>9}{'torch':>9}"
+        f"{'ow/np':>8}{'ow/torch':>9}"
+    )
+
+
+def _print_row(row: tuple[Any, ...]) -> None:
+    label, threads, unit, vals = row
+    ours = vals["opweave"]
+    np_v = vals.get("numpy", float("nan"))
+    th_v = vals.get("torch", float("nan"))
+    print(
+        f"{label:<28}{threads:>4} {unit:<8}{ours:>9.1f}{np_v:>9.1f}{th_v:>9.1f}"
+        f"{ours / np_v:>8.2f}{ours / th_v:>9.2f}",
+        flush=True,
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawTextHelpFormatter
+    )
+    parser.add_argument("--quick", action="store_true", help="fewer sizes and repeats")
+    parser.add_argument("--reps", type=int, default=15, help="rounds per case (median)")
+    parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--only", choices=["matmul", "sum"], default=None)
+    parser.add_argument(
+        "--clock",
+        choices=["wall", "thread"],
+        default="wall",
+        help="thread: CPU time of the calling thread, for 1-thread runs on a loaded machine "
+        "(excludes time other processes held the core; meaningless with more threads)",
+    )
+    parser.add_argument("--sizes", type=int, nargs="+", default=None)
+    args = parser.parse_args()
+    global _CLOCK
+    if args.clock == "thread":
+        _CLOCK = time.thread_time
+        if args.threads != [1]:
+            parser.error("--clock thread needs --threads 1")
+    reps = 5 if args.quick else args.reps
+    sizes = args.sizes or ([256, 1024] if args.quick else [256, 512, 1024, 2048])
+    print(f"# opweave kernels benchmark, {datetime.datetime.now().isoformat(timespec='seconds')}")
+    print(
+        f"# {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
+        f"load avg {os.getloadavg()[0]:.2f}, opweave gemm ISA "
+        f"f32={_opweave_core.gemm_isa('float32')} f64={_opweave_core.gemm_isa('float64')}"
+    )
+    if threadpool_info is not None:
+        blas = [
+            (i.get("internal_api"), i.get("version"), i.get("architecture"))
+            for i in threadpool_info()
+            if i.get("user_api") == "blas"
+        ]
+        print(f"# numpy {np.__version__} BLAS {blas}")
+    if torch is not None:
+        print(f"# torch {torch.__version__}")
+    print(
+        f"# median of up to {reps} interleaved rounds ({args.clock} clock); ratio > 1 means "
+        "opweave is faster"
+    )
+    _print_header()
+    if args.only in (None, "matmul"):
+        bench_matmul(sizes, args.threads, reps)
+    if args.only in (None, "sum"):
+        bench_sum(args.threads, reps, big=not args.quick)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,234 @@
+// The inner loops of the reductions, compiled twice from this one source: reduce_loops.cpp
+// (baseline x86-64) and reduce_loops_avx2.cpp (-mavx2). Both builds do the same operations in the
+// same order (same lanes, same trees; no FMA in sums), so results do not depend on the ISA either;
+// the AVX2 build simply runs each lane group as wider vectors. reduce.cpp picks the table once
+// with cpu_info().
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+namespace opweave::reduce_detail {
+
+enum class Combine { kAdd, kMax, kMin };
+
+// The loops for one (combine, element type).
+template <Combine C, typename T>
+struct LoopFns {
+  // Reduction of a contiguous run of n >= 1 values (NumPy-style pairwise).
+  T (*run)(const T* x, std::int64_t n);
+  // out[0:w] = reduction over rows r < rows of src[r * stride + (0:w)]; scratch: w * depth values
+  // where depth = row_tree_depth(rows).
+  void (*rows)(const T* src, std::int64_t rows, std::int64_t stride, std::int64_t w, T* out,
+               T* scratch);
+  // dst[j] = op(dst[j], src[j]).
+  void (*combine)(T* dst, const T* src, std::int64_t w);
+};
+
+// Leaves of up to kLeafRows rows are accumulated in row order into one output row; leaves are
+// combined pairwise (halving recursion).
+constexpr std::int64_t kLeafRows = 16;
+
+inline int row_tree_depth(std::int64_t rows) {
+  int depth = 1;
+  for (std::int64_t r = rows; r > kLeafRows; r = (r + 1) / 2) ++depth;
+  return depth;
+}
+
+template <Combine C, typename T>
+LoopFns<C, T> loops_baseline();
+template <Combine C, typename T>
+LoopFns<C, T> loops_avx2();
+
+}  // namespace opweave::reduce_detail
+
+// Only the two loop files define OPWEAVE_REDUCE_LOOPS_IMPL. The templates below sit in an
+// unnamed namespace: each file gets its own copy, so the linker can never substitute the AVX2
+// instantiation for the baseline one (an ODR trap with per-file ISA flags).
+#ifdef OPWEAVE_REDUCE_LOOPS_IMPL
+// 32-byte vector values never cross a function boundary outside this file (the helpers inline),
+// so GCC's note that their ABI differs with and without AVX does not apply.
+#pragma GCC diagnostic ignored "-Wpsabi"
+namespace opweave::reduce_detail {
+namespace {
+
+// Integer sums wrap (computed on the unsigned type); max/min propagate NaN: "a is NaN or a beats
+// b" picks a, otherwise b (NaN if b is) -- branch-free, so the loops vectorise.
+template <Combine C, typename T>
+inline T apply(T a, T b) {
+  if constexpr (C == Combine::kAdd) {
+    if constexpr (std::is_integral_v<T>) {
+      using U = std::make_unsigned_t<T>;
+      return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
+    } else {
+      return a + b;
+    }
+  } else if constexpr (C == Combine::kMax) {
+    return (a != a || a > b) ? a : b;
+  } else {
+    return (a != a || a < b) ? a : b;
+  }
+}
+
+// 32-byte vectors through GCC/Clang vector extensions: the baseline build runs each as two SSE2
+// registers, the AVX2 build as one ymm register; lane for lane the same arithmetic.
+// Integer sums wrap: vectors of integers add on the unsigned type.
+template <typename T, bool = std::is_integral_v<T>>
+struct WrapLane {
+  using type = T;
+};
+template <typename T>
+struct WrapLane<T, true> {
+  using type = std::make_unsigned_t<T>;
+};
+
+template <typename T>
+struct Vec {
+  using Lane = typename WrapLane<T>::type;
+  typedef Lane Type __attribute__((vector_size(32)));
+  typedef T Signed __attribute__((vector_size(32)));  // signed integer comparisons
+  static constexpr std::int64_t kLanes = 32 / sizeof(T);
+};
+
+template <Combine C, typename T>
+inline typename Vec<T>::Type vapply(typename Vec<T>::Type a, typename Vec<T>::Type b) {
+  using V = typename Vec<T>::Type;
+  if constexpr (C == Combine::kAdd) {
+    return a + b;
+  } else {
+    using S = typename Vec<T>::Signed;
+    S sa, sb;
+    std::memcpy(&sa, &a, sizeof(V));
+    std::memcpy(&sb, &b, sizeof(V));
+    S r;
+    if constexpr (C == Combine::kMax) {
+      r = ((sa != sa) | (sa > sb)) ? sa : sb;
+    } else {
+      r = ((sa != sa) | (sa < sb)) ? sa : sb;
+    }
+    V out;
+    std::memcpy(&out, &r, sizeof(V));
+    return out;
+  }
+}
+
+template <typename T>
+inline typename Vec<T>::Type vload(const T* p) {
+  typename Vec<T>::Type v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
+
+template <typename T>
+inline void vstore(T* p, typename Vec<T>::Type v) {
+  std::memcpy(p, &v, sizeof(v));
+}
+
+// NumPy's pairwise structure, vectorised: a leaf of up to kLeaf values keeps 4 vectors of
+// independent accumulators (4 x 8 lanes for float; lane u takes elements u, u + 32, ...: at most
+// 8 values each for float), combined in a fixed tree; longer runs split in halves (at a multiple
+// of the 4-vector width) recursively. Four accumulator vectors cover the add latency.
+constexpr std::int64_t kLeaf = 256;
+
+template <Combine C, typename T>
+T leaf(const T* x, std::int64_t n) {
+  using V = typename Vec<T>::Type;
+  constexpr std::int64_t L = Vec<T>::kLanes;
+  if (n < 4 * L) {
+    T r = x[0];
+    for (std::int64_t i = 1; i < n; ++i) r = apply<C, T>(r, x[i]);
+    return r;
+  }
+  V a0 = vload(x), a1 = vload(x + L), a2 = vload(x + 2 * L), a3 = vload(x + 3 * L);
+  std::int64_t i = 4 * L;
+  for (; i + 4 * L <= n; i += 4 * L) {
+    a0 = vapply<C, T>(a0, vload(x + i));
+    a1 = vapply<C, T>(a1, vload(x + i + L));
+    a2 = vapply<C, T>(a2, vload(x + i + 2 * L));
+    a3 = vapply<C, T>(a3, vload(x + i + 3 * L));
+  }
+  a0 = vapply<C, T>(vapply<C, T>(a0, a2), vapply<C, T>(a1, a3));
+  T lanes[L];
+  vstore(lanes, a0);
+  for (std::int64_t w = L / 2; w >= 1; w /= 2) {
+    for (std::int64_t u = 0; u < w; ++u) lanes[u] = apply<C, T>(lanes[u], lanes[u + w]);
+  }
+  for (; i < n; ++i) lanes[0] = apply<C, T>(lanes[0], x[i]);
+  return lanes[0];
+}
+
+template <Combine C, typename T>
+T pairwise(const T* x, std::int64_t n) {
+  if (n <= kLeaf) return leaf<C, T>(x, n);
+  constexpr std::int64_t step = 4 * Vec<T>::kLanes;
+  std::int64_t half = n / 2;
+  half -= half % step;
+  return apply<C, T>(pairwise<C, T>(x, half), pairwise<C, T>(x + half, n - half));
+}
+
+template <Combine C, typename T>
+void combine_row(T* dst, const T* src, std::int64_t w) {
+  for (std::int64_t j = 0; j < w; ++j) dst[j] = apply<C, T>(dst[j], src[j]);
+}
+
+// dst[j] = op(op(op(op(dst[j], r0[j]), r1[j]), r2[j]), r3[j]): the same order as four calls of
+// combine_row, with a quarter of the output loads and stores.
+template <Combine C, typename T>
+void combine_4_rows(T* dst, const T* r0, const T* r1, const T* r2, const T* r3, std::int64_t w) {
+  for (std::int64_t j = 0; j < w; ++j) {
+    dst[j] = apply<C, T>(apply<C, T>(apply<C, T>(apply<C, T>(dst[j], r0[j]), r1[j]), r2[j]), r3[j]);
+  }
+}
+
+// Rows are read whole and in order within a leaf, so a C-order array is one sequential stream.
+template <Combine C, typename T>
+void rows(const T* src, std::int64_t nrows, std::int64_t stride, std::int64_t w, T* out,
+          T* scratch) {
+  if (nrows <= kLeafRows) {
+    std::memcpy(out, src, sizeof(T) * static_cast<std::size_t>(w));
+    std::int64_t r = 1;
+    for (; r + 4 <= nrows; r += 4) {
+      const T* p = src + r * stride;
+      combine_4_rows<C, T>(out, p, p + stride, p + 2 * stride, p + 3 * stride, w);
+    }
+    for (; r < nrows; ++r) combine_row<C, T>(out, src + r * stride, w);
+    return;
+  }
+  const std::int64_t half = nrows / 2;
+  rows<C, T>(src, half, stride, w, out, scratch + w);
+  rows<C, T>(src + half * stride, nrows - half, stride, w, scratch, scratch + w);
+  combine_row<C, T>(out, scratch, w);
+}
+
+template <Combine C, typename T>
+LoopFns<C, T> make_loops() {
+  return {&pairwise<C, T>, &rows<C, T>, &combine_row<C, T>};
+}
+
+}  // namespace
+}  // namespace opweave::reduce_detail
+
+// Explicit instantiations of loops_<isa>() for every (combine, type) the reductions use.
+#define OPWEAVE_REDUCE_INSTANTIATE(NAME)                                             \
+  namespace opweave::reduce_detail {                                                 \
+  template <Combine C, typename T>                                                   \
+  LoopFns<C, T> NAME() {                                                             \
+    return make_loops<C, T>();                                                       \
+  }                                                                                  \
+  template LoopFns<Combine::kAdd, float> NAME<Combine::kAdd, float>();               \
+  template LoopFns<Combine::kAdd, double> NAME<Combine::kAdd, double>();             \
+  template LoopFns<Combine::kAdd, std::int32_t> NAME<Combine::kAdd, std::int32_t>(); \
+  template LoopFns<Combine::kAdd, std::int64_t> NAME<Combine::kAdd, std::int64_t>(); \
+  template LoopFns<Combine::kMax, float> NAME<Combine::kMax, float>();               \
+  template LoopFns<Combine::kMax, double> NAME<Combine::kMax, double>();             \
+  template LoopFns<Combine::kMax, std::int32_t> NAME<Combine::kMax, std::int32_t>(); \
+  template LoopFns<Combine::kMax, std::int64_t> NAME<Combine::kMax, std::int64_t>(); \
+  template LoopFns<Combine::kMax, std::uint8_t> NAME<Combine::kMax, std::uint8_t>(); \
+  template LoopFns<Combine::kMin, float> NAME<Combine::kMin, float>();               \
+  template LoopFns<Combine::kMin, double> NAME<Combine::kMin, double>();             \
+  template LoopFns<Combine::kMin, std::int32_t> NAME<Combine::kMin, std::int32_t>(); \
+  template LoopFns<Combine::kMin, std::int64_t> NAME<Combine::kMin, std::int64_t>(); \
+  template LoopFns<Combine::kMin, std::uint8_t> NAME<Combine::kMin, std::uint8_t>(); \
+  }
+#endif
