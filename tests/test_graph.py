@@ -175,3 +175,8 @@ def test_py_function_outputs_have_the_declared_dtypes(graph: ow.Graph) -> None:
 def test_tensor_cannot_be_used_as_python_bool(graph: ow.Graph) -> None:
     with pytest.raises(TypeError, match="Python bool"):
         bool(ow.constant(1.0))
+
+
+def test_scalar_constants_keep_rank_zero(graph: ow.Graph) -> None:
+    assert ow.constant(3.0).shape == ()
+    assert (ow.placeholder(ow.int32, shape=()) * 2).shape == ()

@@ -383,3 +383,38 @@ def test_nested_run_in_fresh_process_with_global_inter_pool_of_one() -> None:
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[3.0, 3.0, 3.0, 3.0]"
+
+
+def test_forked_child_runs_every_kind_of_session_pool_without_hanging() -> None:
+    out = run_python(
+        """
+        import os, sys
+        import numpy as np
+        import opweave as ow
+        with ow.Graph().as_default() as g:
+            c = ow.constant(1.0)
+            ys = [ow.py_function(lambda v: v + 1, [c], ow.float32) for _ in range(3)]
+        configs = [
+            None,
+            ow.ConfigProto(use_per_session_threads=True, inter_op_parallelism_threads=2),
+            ow.ConfigProto(session_inter_op_thread_pool=[
+                ow.ThreadPoolOptionProto(num_threads=2, global_name="forked")]),
+        ]
+        sessions = [ow.Session(graph=g, config=cfg) for cfg in configs]
+        for s in sessions:
+            s.run(ys)
+        pid = os.fork()
+        if pid == 0:
+            ok = all([float(v) for v in s.run(ys)] == [2.0] * 3 for s in sessions)
+            os._exit(0 if ok else 1)
+        _, status = os.waitpid(pid, 0)
+        print("child", os.waitstatus_to_exitcode(status))
+        if os.fork() == 0:
+            sys.exit(0)  # a child that never runs still exits: its sessions' pools are not joined
+        _, status = os.wait()
+        print("idle child", os.waitstatus_to_exitcode(status))
+        """,
+        timeout=60,
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split("\n")[:2] == ["child 0", "idle child 0"]

@@ -19,14 +19,12 @@ py::object python_exception_of(const std::exception_ptr& cause);  // graph_bindi
 
 namespace {
 
-// A handle on an inter-op pool: owned (per-session, named) or borrowed (the global one).
+// A handle on an inter-op pool: owned (per-session, named), or the global one, which is looked
+// up at each use because runtime.h replaces it after fork() (and a handle must not go stale).
 struct InterPool {
-  std::shared_ptr<ThreadPool> pool;
+  std::shared_ptr<ThreadPool> pool;  // null: the global inter-op pool
+  ThreadPool* get() const { return pool ? pool.get() : global_session_inter_pool(); }
 };
-
-InterPool borrowed(ThreadPool* p) {
-  return InterPool{std::shared_ptr<ThreadPool>(p, [](ThreadPool*) {})};
-}
 
 // A pending Python exception taken out of the interpreter (e.g. KeyboardInterrupt from a
 // signal handler) so it can be put back after the run. Touched only with the GIL held.
@@ -51,8 +49,10 @@ py::tuple run(Executor& executor, const std::vector<std::tuple<int, int, py::arr
   for (const auto& [node, index] : fetches) req.fetches.push_back({node, index});
   req.targets = targets;
   std::shared_ptr<ThreadPool> pool_ref;  // keeps a per-session pool alive for this run
-  if (inter_pool) pool_ref = inter_pool->pool;
-  req.inter_pool = pool_ref.get();
+  if (inter_pool) {
+    pool_ref = inter_pool->pool;
+    req.inter_pool = inter_pool->get();
+  }
   req.intra_pool = global_session_intra_pool();
   req.timeout_ms = timeout_ms;
   std::optional<StepStatsCollector> stats;
@@ -127,8 +127,8 @@ py::tuple run(Executor& executor, const std::vector<std::tuple<int, int, py::arr
 void register_session(py::module_& m) {
   py::class_<InterPool>(m, "InterPool")
       .def_property_readonly("num_threads",
-                             [](const InterPool& p) { return p.pool->num_workers(); })
-      .def_property_readonly("name", [](const InterPool& p) { return p.pool->options().name; })
+                             [](const InterPool& p) { return p.get()->num_workers(); })
+      .def_property_readonly("name", [](const InterPool& p) { return p.get()->options().name; })
       .def("__eq__",
            [](const InterPool& a, const InterPool& b) { return a.pool.get() == b.pool.get(); })
       .def("__hash__", [](const InterPool& p) { return std::hash<void*>()(p.pool.get()); });
@@ -149,7 +149,7 @@ void register_session(py::module_& m) {
                               i.inter_source);
       },
       py::arg("intra"), py::arg("inter"), py::arg("source"));
-  m.def("global_inter_pool", [] { return borrowed(global_session_inter_pool()); });
+  m.def("global_inter_pool", [] { return InterPool{}; });
   m.def(
       "named_inter_pool",
       [](const std::string& name, int n) { return InterPool{named_inter_pool(name, n)}; },

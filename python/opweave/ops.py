@@ -105,7 +105,7 @@ def constant(value: Any, dtype: Any = None, shape: ShapeLike = None, name: str =
     if shape is not None:
         target = tuple(int(d) for d in shape)  # type: ignore[arg-type]
         arr = np.broadcast_to(arr, target).copy() if arr.size == 1 else arr.reshape(target)
-    arr = np.ascontiguousarray(arr)
+    arr = np.array(arr, order="C", copy=True)  # ascontiguousarray would make 0-d arrays 1-d
     g = get_default_graph()
     op = g._create_op("Const", [], {"value": arr}, [(dt, tuple(arr.shape))], name)
     return op.outputs[0]

@@ -3,7 +3,7 @@
 >>> import opweave as ow
 >>> g = ow.Graph()
 >>> with g.as_default():
-...     x = ow.placeholder(ow.float32, shape=(None,))
+...     x = ow.placeholder(ow.float32, shape=(None,), name="x")
 ...     y = x * 2.0
 >>> with ow.Session(graph=g) as sess:
 ...     sess.run({"y": y, "pair": (y, "x:0")}, feed_dict={x: [1.0, 2.0]})["y"]
@@ -229,6 +229,13 @@ class Session:
                 PoolConfigWarning,
                 stacklevel=3,
             )
+        self._make_pools(eff_inter, src_inter)
+
+    def _make_pools(self, eff_inter: int, src_inter: str) -> None:
+        cfg = self._config
+        inter = cfg.inter_op_parallelism_threads
+        self._pid = os.getpid()
+        self._pools = []
         try:
             if cfg.session_inter_op_thread_pool:
                 for i, p in enumerate(cfg.session_inter_op_thread_pool):
@@ -248,14 +255,14 @@ class Session:
                 self._add_pool(functools.partial(_core.new_inter_pool, inter, "session inter-op"))
             else:
                 self._add_pool(_core.global_inter_pool)
-                if inter and eff_inter != inter:
+                if inter and eff_inter != inter and eff_inter >= 0:
                     warnings.warn(
                         f"ConfigProto(inter_op_parallelism_threads={inter}) does not take effect: "
                         f"the global inter-op pool already runs {eff_inter} ops at once, as sized "
                         f"by {src_inter}. Resize it with opweave.set_num_interop_threads({inter}) "
                         "between runs, or set use_per_session_threads=True.",
                         PoolConfigWarning,
-                        stacklevel=3,
+                        stacklevel=4,
                     )
         except _core.CoreError as e:
             _raise_core_error(e)

@@ -39,7 +39,8 @@ ThreadPool* global_session_inter_pool();
 // num_threads=<a>; cannot re-configure with num_threads=<b>" for another size. Thread-safe.
 std::shared_ptr<ThreadPool> named_inter_pool(const std::string& name, int num_threads);
 
-// A new pool for one session's inter-op work (num_threads 0 = the system picks).
+// A new pool for one session's inter-op work (num_threads 0 = the system picks). Dropping the
+// last reference in a forked child leaks it instead of joining workers the child does not have.
 std::shared_ptr<ThreadPool> make_session_inter_pool(int num_threads, const std::string& name);
 
 }  // namespace opweave

@@ -1,0 +1,18 @@
+"""The examples in the graph API's docstrings run and print what they show."""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+
+import pytest
+
+
+@pytest.mark.parametrize(
+    "module",
+    ["opweave.dtypes", "opweave.framework", "opweave.ops", "opweave.config", "opweave.session"],
+)
+def test_docstring_examples_hold(module: str) -> None:
+    result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0
+    assert result.failed == 0
