@@ -129,6 +129,45 @@ OPWEAVE_TEST(every_micro_kernel_the_cpu_supports_matches_reference) {
   }
 }
 
+// Kernels that can read row-major A in place (fn_rows) must give the bits of the packed path:
+// same shape run with and without fn_rows, ragged rows and columns, several K blocks, 1 and 3
+// threads.
+template <typename T>
+void check_direct_a_matches_packed(gemm_detail::MicroKernel<T> uk) {
+  using namespace gemm_detail;
+  const std::int64_t sizes[][3] = {{256, 256, 256}, {151, 35, 259}, {13, 100, 70}, {25, 33, 5}};
+  auto pools = make_pools();
+  for (const auto& s : sizes) {
+    const std::int64_t m = s[0], n = s[1], k = s[2];
+    // Row stride k + 3: A is a view into a wider matrix.
+    Tensor a = random_tensor<T>({m, k + 3}, 11), b = random_tensor<T>({k, n}, 12);
+    Tensor c_direct = Tensor::empty(DTypeOf<T>::value, {m, n});
+    Tensor c_packed = Tensor::empty(DTypeOf<T>::value, {m, n});
+    MicroKernel<T> packed = uk;
+    packed.fn_rows = nullptr;
+    for (std::int64_t kc : {uk.kc, std::int64_t{64}}) {
+      uk.kc = packed.kc = kc;
+      for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), pools[2].get()}) {
+        packed_gemm<T>(uk, m, n, k, {a.data<T>(), k + 3, 1}, {b.data<T>(), n, 1},
+                       c_direct.data<T>(), n, pool);
+        packed_gemm<T>(packed, m, n, k, {a.data<T>(), k + 3, 1}, {b.data<T>(), n, 1},
+                       c_packed.data<T>(), n, pool);
+        OPWEAVE_CHECK(same_bits(c_direct, c_packed));
+      }
+    }
+    Tensor a_view = Tensor::wrap(DTypeOf<T>::value, {m, k}, {k + 3, 1}, a.raw_data(), a.owner());
+    OPWEAVE_CHECK(matches_reference<T>(a_view, b, false, false, c_direct));
+  }
+}
+
+OPWEAVE_TEST(reading_a_in_place_gives_the_bits_of_packing_it) {
+  const CpuInfo info = cpu_info();
+  if (info.has_avx512f && info.has_avx2 && info.has_fma) {
+    check_direct_a_matches_packed(gemm_detail::avx512_kernel_f32());
+    check_direct_a_matches_packed(gemm_detail::avx512_kernel_f64());
+  }
+}
+
 OPWEAVE_TEST(matmul_reads_strided_views_without_copying_them_first) {
   // Every other column of a 40 x 60 matrix, and a Fortran-order B.
   Tensor base = random_tensor<double>({40, 60}, 3);
