@@ -192,6 +192,21 @@ const MicroKernel<double>& best_kernel<double>() {
   return best_kernel_f64();
 }
 
+// Whether the micro-kernel reads row-major A in place instead of from packed micro-panels. Packing
+// A is paid once per A block and amortised over the n / NR micro-kernel calls that reuse each
+// panel; for narrow C that is too few (n = 256 float32: 8 calls, packing A took ~16% of the time;
+// reading A in place ran 80 -> 101 GFLOP/s, f32 n = 512 85 -> 94, f64 n = 512 35 -> 40). Not when
+// A's rows all start at the same 4 KiB offset: twelve rows would share the L1 sets of the B
+// micro-panel and evict it (f64 n = 1024 direct: 41 -> 29). Depends on shapes and strides only,
+// and the FMA chains are the same either way: same bits.
+template <typename T>
+bool use_direct_a(const MicroKernel<T>& uk, const StridedMatrix<T>& a, std::int64_t n,
+                  std::size_t elem) {
+  if (uk.fn_rows == nullptr || a.cs != 1) return false;
+  const std::int64_t row_bytes = a.rs * static_cast<std::int64_t>(elem);
+  return n <= 512 && row_bytes % 4096 != 0;
+}
+
 }  // namespace
 
 const MicroKernel<float>& best_kernel_f32() {
@@ -241,6 +256,7 @@ void packed_gemm(const MicroKernel<T>& uk, std::int64_t m, std::int64_t n, std::
   // M is small, so two threads still share a 256-row matmul evenly. Affects speed only.
   const std::int64_t grain =
       std::max<std::int64_t>(1, std::min(mc_panels, (m_panels + 2 * threads - 1) / (2 * threads)));
+  const bool direct_a = use_direct_a(uk, a, n, sizeof(T));
 
   for (std::int64_t jc = 0; jc < n; jc += nc_max) {
     const std::int64_t nc = std::min(nc_max, n - jc);
@@ -264,7 +280,13 @@ void packed_gemm(const MicroKernel<T>& uk, std::int64_t m, std::int64_t n, std::
             for (std::int64_t blk = mp0; blk < mp1; blk += mc_panels) {
               const std::int64_t i0 = blk * mr;
               const std::int64_t mc = std::min(mc_panels, mp1 - blk) * mr;
-              pack_a(a, m, i0, mc, pc, kc, mr, apack);
+              if (direct_a) {
+                // Only the ragged last micro-panel (rows past m) needs a zero-padded copy.
+                const std::int64_t full = std::min(mc, m - i0) / mr * mr;
+                if (full < mc) pack_a(a, m, i0 + full, mc - full, pc, kc, mr, apack + full * kc);
+              } else {
+                pack_a(a, m, i0, mc, pc, kc, mr, apack);
+              }
               for (std::int64_t jr = 0; jr < nc; jr += nr) {
                 const T* bp = bpack + jr * kc;
                 const std::int64_t cols = std::min<std::int64_t>(nr, nc - jr);
@@ -273,10 +295,20 @@ void packed_gemm(const MicroKernel<T>& uk, std::int64_t m, std::int64_t n, std::
                   if (rows <= 0) break;
                   T* ct = c + (i0 + ir) * ldc + jc + jr;
                   const T* ap = apack + ir * kc;
+                  const T* ar = a.data + (i0 + ir) * a.rs + pc;  // unpacked rows (direct_a)
+                  const bool rows_fn = direct_a && rows == mr;
                   if (rows == mr && cols == nr) {
-                    uk.fn(kc, ap, bp, ct, ldc, accumulate);
+                    if (rows_fn) {
+                      uk.fn_rows(kc, ar, a.rs, bp, ct, ldc, accumulate);
+                    } else {
+                      uk.fn(kc, ap, bp, ct, ldc, accumulate);
+                    }
                   } else {
-                    uk.fn(kc, ap, bp, tile, nr, false);
+                    if (rows_fn) {
+                      uk.fn_rows(kc, ar, a.rs, bp, tile, nr, false);
+                    } else {
+                      uk.fn(kc, ap, bp, tile, nr, false);
+                    }
                     for (std::int64_t i = 0; i < rows; ++i) {
                       for (std::int64_t j = 0; j < cols; ++j) {
                         ct[i * ldc + j] =
