@@ -236,22 +236,32 @@ void unary_runs(const Tensor& x, const Tensor& out, ThreadPool* pool, unary_math
 }
 
 template <typename T>
-const unary_math::Table<T>& math_table() {
-  static const unary_math::Table<T> table = [] {
+unary_math::Table<T> select_math_table() {
 #if defined(OPWEAVE_X86_64)
-    const CpuInfo info = cpu_info();
-    if (info.has_avx2 && info.has_fma) {
-      if constexpr (std::is_same_v<T, float>) return unary_math::table_avx2_f32();
-      if constexpr (std::is_same_v<T, double>) return unary_math::table_avx2_f64();
-    }
+  const IsaFlags isa = isa_flags();
+  if (isa.avx2 && isa.fma) {
+    if constexpr (std::is_same_v<T, float>) return unary_math::table_avx2_f32();
+    if constexpr (std::is_same_v<T, double>) return unary_math::table_avx2_f64();
+  }
 #endif
-    if constexpr (std::is_same_v<T, float>) {
-      return unary_math::table_baseline_f32();
-    } else {
-      return unary_math::table_baseline_f64();
-    }
-  }();
-  return table;
+  if constexpr (std::is_same_v<T, float>) {
+    return unary_math::table_baseline_f32();
+  } else {
+    return unary_math::table_baseline_f64();
+  }
+}
+
+// Chosen at load time, not on first use: see fork_guard.h.
+const unary_math::Table<float> g_math_f32 = select_math_table<float>();
+const unary_math::Table<double> g_math_f64 = select_math_table<double>();
+
+template <typename T>
+const unary_math::Table<T>& math_table() {
+  if constexpr (std::is_same_v<T, float>) {
+    return g_math_f32;
+  } else {
+    return g_math_f64;
+  }
 }
 
 }  // namespace

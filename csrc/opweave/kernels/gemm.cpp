@@ -19,6 +19,7 @@
 #include <cstring>
 #include <memory>
 #include <new>
+#include <type_traits>
 #include <vector>
 
 #include "opweave/cpu_info.h"
@@ -209,29 +210,40 @@ bool use_direct_a(const MicroKernel<T>& uk, const StridedMatrix<T>& a, std::int6
 
 }  // namespace
 
-const MicroKernel<float>& best_kernel_f32() {
-  static const MicroKernel<float> kernel = [] {
-    const CpuInfo info = cpu_info();
+namespace {
+
+template <typename T>
+MicroKernel<T> select_kernel() {
+  [[maybe_unused]] const IsaFlags isa = isa_flags();
+  constexpr bool f32 = std::is_same_v<T, float>;
 #if defined(OPWEAVE_X86_64)
-    if (info.has_avx512f && info.has_avx2 && info.has_fma) return avx512_kernel_f32();
-    if (info.has_avx2 && info.has_fma) return avx2_kernel_f32();
+  if (isa.avx512f && isa.avx2 && isa.fma) {
+    if constexpr (f32)
+      return avx512_kernel_f32();
+    else
+      return avx512_kernel_f64();
+  }
+  if (isa.avx2 && isa.fma) {
+    if constexpr (f32)
+      return avx2_kernel_f32();
+    else
+      return avx2_kernel_f64();
+  }
 #endif
+  if constexpr (f32)
     return portable_kernel_f32();
-  }();
-  return kernel;
+  else
+    return portable_kernel_f64();
 }
 
-const MicroKernel<double>& best_kernel_f64() {
-  static const MicroKernel<double> kernel = [] {
-    const CpuInfo info = cpu_info();
-#if defined(OPWEAVE_X86_64)
-    if (info.has_avx512f && info.has_avx2 && info.has_fma) return avx512_kernel_f64();
-    if (info.has_avx2 && info.has_fma) return avx2_kernel_f64();
-#endif
-    return portable_kernel_f64();
-  }();
-  return kernel;
-}
+// Chosen at load time, not on first use: see fork_guard.h.
+const MicroKernel<float> g_kernel_f32 = select_kernel<float>();
+const MicroKernel<double> g_kernel_f64 = select_kernel<double>();
+
+}  // namespace
+
+const MicroKernel<float>& best_kernel_f32() { return g_kernel_f32; }
+const MicroKernel<double>& best_kernel_f64() { return g_kernel_f64; }
 
 template <typename T>
 void packed_gemm(const MicroKernel<T>& uk, std::int64_t m, std::int64_t n, std::int64_t k,
