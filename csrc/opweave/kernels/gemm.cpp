@@ -271,7 +271,7 @@ void packed_gemm(const MicroKernel<T>& uk, std::int64_t m, std::int64_t n, std::
   // as 11 | 11, where panel chunks of 6 split 6 | 16 and left one thread idle two thirds of the
   // time. Which thread computes a block never changes its bits.
   const std::int64_t per_thread = (m_panels + threads * mc_panels - 1) / (threads * mc_panels);
-  const std::int64_t blocks = std::min<std::int64_t>(m_panels, threads * per_thread);
+  const std::int64_t blocks = std::max<std::int64_t>(1, std::min(m_panels, threads * per_thread));
   const bool direct_a = use_direct_a(uk, a, n, sizeof(T));
 
   for (std::int64_t jc = 0; jc < n; jc += nc_max) {
