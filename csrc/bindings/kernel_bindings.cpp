@@ -80,7 +80,9 @@ py::array to_numpy(const Tensor& t) {
 
 // num_threads <= 0: the global intra-op pool (the normal case). n >= 1: a private pool of n - 1
 // workers plus the caller, created once per n and kept for the life of the process. A test and
-// benchmark hook (determinism across thread counts), not a public API.
+// benchmark hook (determinism across thread counts), not a public API. Its workers spin as long
+// as the global pool's do (OPWEAVE_SPIN_TIME_US, set_spin_time_us) when it is created, so the
+// benchmark times what a user of that setting gets.
 ThreadPool* pool_for(int num_threads) {
   if (num_threads <= 0) return global_intra_pool();
   if (num_threads == 1) return nullptr;
@@ -88,7 +90,11 @@ ThreadPool* pool_for(int num_threads) {
   static auto* pools = new std::map<int, std::unique_ptr<ThreadPool>>();  // leaked: no exit order
   std::lock_guard<std::mutex> lock(mutex);
   auto& pool = (*pools)[num_threads];
-  if (!pool) pool = std::make_unique<ThreadPool>(PoolOptions{num_threads - 1, "kernels-test"});
+  if (!pool) {
+    PoolOptions options{num_threads - 1, "kernels-test"};
+    options.spin_time_us = runtime_info().spin_time_us;
+    pool = std::make_unique<ThreadPool>(options);
+  }
   return pool.get();
 }
 

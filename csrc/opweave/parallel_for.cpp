@@ -106,7 +106,11 @@ void Loop::run_range(std::int64_t b, std::int64_t e) noexcept {
     const int hungry = pool->idle_workers() + caller_waiting.load(std::memory_order_relaxed);
     if (may_split && hungry > unclaimed.load(std::memory_order_relaxed) &&
         !failed.load(std::memory_order_relaxed)) {
-      const std::int64_t mid = b + (e - b) / 2 / grain * grain;  // stays on the grain lattice
+      // The grain boundary nearest the middle (stays on the lattice). Rounding the half down
+      // instead gave lopsided splits when a range holds few grains: 22 GEMM row panels at grain
+      // 6 split 6 | 16, and the 16 could not be split again (10 < 2 grains), so two threads ran
+      // a 256 x 256 matmul no faster than one. Always b + grain <= mid <= e - grain here.
+      const std::int64_t mid = b + ((e - b) / 2 + grain / 2) / grain * grain;
       if (!split_off(mid, e)) {
         may_split = false;
         continue;

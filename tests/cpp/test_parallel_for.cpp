@@ -107,6 +107,30 @@ OPWEAVE_TEST(the_calling_thread_runs_a_share) {
   OPWEAVE_CHECK(on_caller.load() > 0);
 }
 
+// 22 indices at grain 6 with one idle worker: the caller hands off [12, 22), not [6, 22) (the
+// old round-down split, which left the caller a quarter of the work and the worker a range it
+// could not split again). The caller's first chunk waits for the worker to start, so the caller
+// cannot take the handed-off piece back itself.
+OPWEAVE_TEST(a_split_hands_off_the_grain_aligned_half_nearest_the_middle) {
+  ThreadPool pool = make_pool(2);
+  const auto caller = std::this_thread::get_id();
+  std::mutex mutex;
+  std::vector<std::pair<std::int64_t, std::int64_t>> on_worker;  // guarded by mutex
+  std::atomic<bool> worker_started{false};
+  parallel_for(&pool, 0, 22, 6, [&](std::int64_t b, std::int64_t e) {
+    if (std::this_thread::get_id() != caller) {
+      worker_started.store(true);
+      std::lock_guard<std::mutex> lock(mutex);  // guards on_worker
+      on_worker.emplace_back(b, e);
+    } else if (b == 0) {
+      OPWEAVE_CHECK(wait_until([&] { return worker_started.load(); }));
+    }
+  });
+  std::lock_guard<std::mutex> lock(mutex);  // guards on_worker
+  OPWEAVE_CHECK_EQ(on_worker.size(), 1u);
+  OPWEAVE_CHECK(on_worker[0] == std::make_pair(std::int64_t{12}, std::int64_t{22}));
+}
+
 OPWEAVE_TEST(nested_parallel_for_covers_everything_for_1_to_8_threads) {
   for (int threads = 1; threads <= 8; ++threads) {
     ThreadPool pool = make_pool(threads);

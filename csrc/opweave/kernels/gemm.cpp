@@ -264,10 +264,14 @@ void packed_gemm(const MicroKernel<T>& uk, std::int64_t m, std::int64_t n, std::
   const std::int64_t m_panels = (m + mr - 1) / mr;
   const std::int64_t mc_panels = std::max<std::int64_t>(1, uk.mc / mr);
   const int threads = pool ? pool->num_workers() + 1 : 1;
-  // Grain: a full MC block per chunk when there is enough work for everyone, smaller blocks when
-  // M is small, so two threads still share a 256-row matmul evenly. Affects speed only.
-  const std::int64_t grain =
-      std::max<std::int64_t>(1, std::min(mc_panels, (m_panels + 2 * threads - 1) / (2 * threads)));
+  // The M loop runs over `blocks` near-equal runs of row panels (block q holds panels
+  // [q * m_panels / blocks, (q + 1) * m_panels / blocks)), a whole number per thread and at most
+  // an MC block each. Splitting block indices rather than panels on a grain lattice keeps the
+  // threads' shares within one panel for any thread count: 22 panels (M = 256) on 2 threads run
+  // as 11 | 11, where panel chunks of 6 split 6 | 16 and left one thread idle two thirds of the
+  // time. Which thread computes a block never changes its bits.
+  const std::int64_t per_thread = (m_panels + threads * mc_panels - 1) / (threads * mc_panels);
+  const std::int64_t blocks = std::max<std::int64_t>(1, std::min(m_panels, threads * per_thread));
   const bool direct_a = use_direct_a(uk, a, n, sizeof(T));
 
   for (std::int64_t jc = 0; jc < n; jc += nc_max) {
@@ -283,15 +287,16 @@ void packed_gemm(const MicroKernel<T>& uk, std::int64_t m, std::int64_t n, std::
           },
           static_cast<double>(kc * nr));
       parallel_for(
-          pool, 0, m_panels, grain,
-          [&](std::int64_t mp0, std::int64_t mp1) {
+          pool, 0, blocks, 1,
+          [&](std::int64_t q0, std::int64_t q1) {
             AlignedBuffer& abuf = thread_a_buffer();
             abuf.reserve(sizeof(T) * static_cast<std::size_t>(mc_panels * mr * kc_max));
             T* apack = abuf.as<T>();
             alignas(64) T tile[16 * 64];  // >= MR x NR of every kernel
-            for (std::int64_t blk = mp0; blk < mp1; blk += mc_panels) {
+            for (std::int64_t q = q0; q < q1; ++q) {
+              const std::int64_t blk = q * m_panels / blocks;
               const std::int64_t i0 = blk * mr;
-              const std::int64_t mc = std::min(mc_panels, mp1 - blk) * mr;
+              const std::int64_t mc = ((q + 1) * m_panels / blocks - blk) * mr;
               if (direct_a) {
                 // Only the ragged last micro-panel (rows past m) needs a zero-padded copy.
                 const std::int64_t full = std::min(mc, m - i0) / mr * mr;
@@ -332,7 +337,8 @@ void packed_gemm(const MicroKernel<T>& uk, std::int64_t m, std::int64_t n, std::
               }
             }
           },
-          static_cast<double>(mr) * static_cast<double>(nc) * static_cast<double>(kc) / 8.0);
+          static_cast<double>(m_panels / blocks * mr) * static_cast<double>(nc) *
+              static_cast<double>(kc) / 8.0);
     }
   }
 }
