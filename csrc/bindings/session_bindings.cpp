@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "interpreter_exit.h"
 #include "numpy_tensor.h"
 #include "opweave/executor/executor.h"
 #include "opweave/executor/session_pools.h"
@@ -42,6 +43,8 @@ struct SavedPyError {
 py::tuple run(Executor& executor, const std::vector<std::tuple<int, int, py::array>>& feeds,
               const std::vector<std::pair<int, int>>& fetches, const std::vector<int>& targets,
               std::optional<InterPool> inter_pool, std::int64_t timeout_ms, bool trace) {
+  // Counted until this function returns with the GIL held again (see interpreter_exit.h).
+  RunInFlight in_flight;
   RunRequest req;
   for (const auto& [node, index, array] : feeds) {
     req.feeds.push_back({TensorId{node, index}, tensor_from_numpy(array)});
@@ -65,6 +68,7 @@ py::tuple run(Executor& executor, const std::vector<std::tuple<int, int, py::arr
   // mode). It takes the GIL only for PyErr_CheckSignals, so Ctrl-C turns into a cancellation.
   req.poll = [&interrupt]() -> bool {
     if (interrupt.set()) return false;
+    if (interpreter_exiting()) return false;  // cancel; do not take the GIL at exit
     py::gil_scoped_acquire gil;
     if (PyErr_CheckSignals() != 0) {
       PyErr_Fetch(&interrupt.type, &interrupt.value, &interrupt.traceback);

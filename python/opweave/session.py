@@ -12,6 +12,7 @@ array([2., 4.], dtype=float32)
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import functools
 import os
@@ -135,6 +136,12 @@ class _Fetches:
 
 
 _session_stack = threading.local()
+
+# issue 6: at interpreter exit (after non-daemon threads were joined, before finalization starts),
+# cancel the runs still in flight in daemon threads and wait for them to return to Python; a
+# thread that met the finalizing interpreter inside a run would abort the process. Bounded: a
+# py_function that never returns cannot be cancelled.
+atexit.register(_core.close_runs_for_exit, 10.0)
 
 
 def get_default_session() -> Session | None:
@@ -322,9 +329,16 @@ class Session:
                 ) from None
             if not isinstance(t, Tensor):
                 raise TypeError(f"Cannot interpret feed_dict key {key!r} as a Tensor.")
+            target = np.dtype(t.dtype.as_numpy_dtype)
             try:
-                arr = np.asarray(value, dtype=t.dtype.as_numpy_dtype)
-            except (TypeError, ValueError) as e:
+                arr = np.asarray(value)
+                # issue 6: only conversions NumPy calls "same kind" are implicit (float64 ->
+                # float32, int -> float); float -> int or str -> float would silently truncate
+                # or parse, so they are a TypeError like any other wrong dtype.
+                if arr.size and arr.dtype != target and not np.can_cast(arr.dtype, target, "same_kind"):
+                    raise TypeError(f"a {arr.dtype} value does not convert implicitly")
+                arr = arr.astype(target, copy=False)
+            except (TypeError, ValueError, OverflowError) as e:
                 raise TypeError(
                     f"Cannot feed value for Tensor {t.name!r} of dtype {t.dtype.name}: {e}"
                 ) from None
