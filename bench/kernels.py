@@ -4,7 +4,8 @@ Matmul GFLOP/s for n in 256..2048 (float32, float64) and sum GB/s over 1 MiB / 1
 arrays and along each axis of a 4096 x 4096 float32 array, with 1 and 2 threads. Peers are pinned
 to the same thread count (threadpoolctl for OpenBLAS, torch.set_num_threads for PyTorch); opweave
 runs on a private pool of that size. Implementations are interleaved (one call each, round after
-round) and the median per implementation is reported, with the ratio opweave / peer.
+round; with 2+ threads each turn first lets the other's idle workers park) and the median per
+implementation is reported, with the ratio opweave / peer.
 
     python bench/kernels.py               # full table
     python bench/kernels.py --quick       # fewer sizes and repeats
@@ -39,14 +40,29 @@ except ImportError:  # pragma: no cover
 _CLOCK: Callable[[], float] = time.perf_counter
 
 
-def _interleaved(fns: dict[str, Callable[[], Any]], reps: int, budget_s: float) -> dict[str, float]:
-    """Median seconds per call of each fn, calls interleaved round by round."""
+# Idle worker threads of the implementation that ran before may still be spinning (OpenBLAS spins
+# for ~2^28 cycles, about 0.1 s, after a call; libgomp and opweave for less). On 2 cores they would
+# steal a core from the one being timed, so multi-threaded cases let them park first.
+SETTLE_S = 0.15
+
+
+def _interleaved(
+    fns: dict[str, Callable[[], Any]], reps: int, budget_s: float, settle_s: float = 0.0
+) -> dict[str, float]:
+    """Median seconds per call of each fn, calls interleaved round by round.
+
+    With settle_s > 0, each turn sleeps that long, makes one untimed call (which wakes that
+    implementation's own workers, as in any loop of calls) and times the next.
+    """
     for fn in fns.values():  # warm up (page faults, pools, caches)
         fn()
     times: dict[str, list[float]] = {name: [] for name in fns}
     start = time.perf_counter()
     for r in range(reps):
         for name, fn in fns.items():
+            if settle_s > 0:
+                time.sleep(settle_s)
+                fn()
             t0 = _CLOCK()
             fn()
             times[name].append(_CLOCK() - t0)
@@ -98,7 +114,12 @@ def bench_matmul(sizes: list[int], threads_list: list[int], reps: int) -> list[t
                     ta, tb, tout = torch.from_numpy(a), torch.from_numpy(b), torch.from_numpy(out)
                     fns["torch"] = lambda ta=ta, tb=tb, tout=tout: torch.matmul(ta, tb, out=tout)
                 with _Pinned(threads):
-                    med = _interleaved(fns, reps, budget_s=max(2.0, 0.3 * reps * flops / 5e10))
+                    med = _interleaved(
+                        fns,
+                        reps,
+                        budget_s=max(2.0, 0.3 * reps * flops / 5e10),
+                        settle_s=SETTLE_S if threads > 1 else 0.0,
+                    )
                 rows.append(
                     (
                         f"matmul {np.dtype(dtype).name} n={n}",
@@ -137,7 +158,12 @@ def bench_sum(threads_list: list[int], reps: int, big: bool) -> list[tuple[Any, 
                 else:
                     fns["torch"] = lambda tx=tx, axis=axis: torch.sum(tx, dim=axis)
             with _Pinned(threads):
-                med = _interleaved(fns, reps, budget_s=max(1.0, 20 * x.nbytes / 5e9))
+                med = _interleaved(
+                    fns,
+                    reps,
+                    budget_s=max(1.0, 20 * x.nbytes / 5e9),
+                    settle_s=SETTLE_S if threads > 1 else 0.0,
+                )
             rows.append((label, threads, "GB/s", {k: x.nbytes / v / 1e9 for k, v in med.items()}))
             _print_row(rows[-1])
     return rows

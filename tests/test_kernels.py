@@ -433,3 +433,16 @@ def test_exp_is_within_one_ulp_and_handles_special_values(dtype: Any) -> None:
     ulps = np.abs(got[finite] - ref[finite]) / np.spacing(np.abs(ref[finite]))
     assert ulps.max() <= 1.0
     np.testing.assert_array_equal(got[~finite], ref[~finite])
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_tanh_is_within_four_ulp_and_handles_special_values(dtype: Any) -> None:
+    tiny = np.ldexp(1.37, -np.arange(1, 120))
+    x = np.concatenate([np.linspace(-30, 30, 20001), tiny, -tiny, [0.0, -0.0, np.inf, -np.inf]])
+    x = x.astype(dtype)
+    ref = np.tanh(x.astype(np.longdouble)).astype(dtype)
+    got = kernels.tanh(x)
+    ulps = np.abs(got - ref) / np.spacing(np.abs(ref).astype(dtype))
+    assert ulps.max() <= 4.0
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(x))
+    assert np.isnan(kernels.tanh(np.array([np.nan], dtype)))[0]

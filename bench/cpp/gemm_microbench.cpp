@@ -2,10 +2,12 @@
 // packed panels (its ceiling), then the whole gemm() at a few sizes.
 //
 //   ./build/cpp-tests-release/gemm_microbench
+//   ./build/cpp-tests-release/gemm_microbench 2048 f64 128,192,256 96,144 512,1024  # sweep
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <string>
 #include <vector>
 
 #include "opweave/cpu_info.h"
@@ -63,23 +65,45 @@ void bench_gemm(std::int64_t n) {
               static_cast<long long>(n), 2.0 * n * n * n / best / 1e9);
 }
 
+std::vector<std::int64_t> parse_list(const char* text) {
+  std::vector<std::int64_t> out;
+  for (char* end = nullptr;; text = end) {
+    const long long v = std::strtoll(text, &end, 10);
+    if (end == text) break;
+    out.push_back(v);
+    if (*end == ',') ++end;
+  }
+  return out;
+}
+
+// Times packed_gemm over a grid of (kc, mc, nc); the median of many runs per point.
 template <typename T>
-void sweep(MicroKernel<T> uk, std::int64_t n) {
+void sweep(MicroKernel<T> uk, std::int64_t n, const std::vector<std::int64_t>& kcs,
+           const std::vector<std::int64_t>& mcs, const std::vector<std::int64_t>& ncs) {
   std::vector<T> a(static_cast<std::size_t>(n * n), T(1)), b(a), c(a);
-  for (std::int64_t kc : {128, 192, 256, 384}) {
-    for (std::int64_t mc : {48, 96, 144, 288, 576}) {
-      uk.kc = kc;
-      uk.mc = mc;
-      double best = 1e9;
-      for (int rep = 0; rep < 3; ++rep) {
-        const double t0 = now();
-        packed_gemm<T>(uk, n, n, n, {a.data(), n, 1}, {b.data(), n, 1}, c.data(), n, nullptr);
-        best = std::min(best, now() - t0);
+  // ~0.3 s of work per point (odd count, 5..301 runs): the median needs many runs when loaded.
+  const double flops =
+      2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n);
+  const int reps = std::max(5, std::min(301, static_cast<int>(3e10 / flops) | 1));
+  for (std::int64_t kc : kcs) {
+    for (std::int64_t mc : mcs) {
+      for (std::int64_t nc : ncs) {
+        uk.kc = kc;
+        uk.mc = mc;
+        uk.nc = nc;
+        std::vector<double> times;
+        for (int rep = 0; rep < reps; ++rep) {
+          const double t0 = now();
+          packed_gemm<T>(uk, n, n, n, {a.data(), n, 1}, {b.data(), n, 1}, c.data(), n, nullptr);
+          times.push_back(now() - t0);
+        }
+        std::sort(times.begin(), times.end());
+        std::printf("  %s %s n=%lld kc=%lld mc=%lld nc=%lld: %.1f GFLOP/s (median of %d)\n", uk.isa,
+                    sizeof(T) == 4 ? "f32" : "f64", static_cast<long long>(n),
+                    static_cast<long long>(kc), static_cast<long long>(mc),
+                    static_cast<long long>(nc), 2.0 * n * n * n / times[times.size() / 2] / 1e9,
+                    reps);
       }
-      std::printf("  %s %s n=%lld kc=%lld mc=%lld: %.1f GFLOP/s\n", uk.isa,
-                  sizeof(T) == 4 ? "f32" : "f64", static_cast<long long>(n),
-                  static_cast<long long>(kc), static_cast<long long>(mc),
-                  2.0 * n * n * n / best / 1e9);
     }
   }
 }
@@ -88,10 +112,17 @@ void sweep(MicroKernel<T> uk, std::int64_t n) {
 
 int main(int argc, char** argv) {
   if (argc > 1) {
+    // gemm_microbench N [f32|f64] [kc,kc,..] [mc,..] [nc,..]: block-size sweep of the best kernel.
     const std::int64_t n = std::atoll(argv[1]);
-    if (cpu_info().has_avx512f) {
-      sweep(avx512_kernel_f32(), n);
-      sweep(avx512_kernel_f64(), n);
+    const bool f64 = argc > 2 && argv[2][0] == 'f' && argv[2][1] == '6';
+    const auto kcs = parse_list(argc > 3 ? argv[3] : "128,192,256,384");
+    const auto mcs = parse_list(argc > 4 ? argv[4] : "48,96,144,288,576");
+    if (f64) {
+      const auto& uk = best_kernel_f64();
+      sweep(uk, n, kcs, mcs, parse_list(argc > 5 ? argv[5] : std::to_string(uk.nc).c_str()));
+    } else {
+      const auto& uk = best_kernel_f32();
+      sweep(uk, n, kcs, mcs, parse_list(argc > 5 ? argv[5] : std::to_string(uk.nc).c_str()));
     }
     return 0;
   }

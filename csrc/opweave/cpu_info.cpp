@@ -27,13 +27,12 @@ double read_cgroup_quota() {
   return 0;
 }
 
-struct IsaFlags {
-  bool avx2 = false, fma = false, avx512f = false;
-};
+}  // namespace
 
-IsaFlags detect_isa() {
+IsaFlags isa_flags() noexcept {
   IsaFlags f;
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  // Idempotent and cheap after the first call (libgcc caches the CPUID results in __cpu_model).
   __builtin_cpu_init();
   // __builtin_cpu_supports also checks that the OS saves the wider registers (XCR0).
   f.avx2 = __builtin_cpu_supports("avx2");
@@ -43,10 +42,8 @@ IsaFlags detect_isa() {
   return f;
 }
 
-}  // namespace
-
 CpuInfo cpu_info() {
-  static const IsaFlags isa = detect_isa();
+  const IsaFlags isa = isa_flags();
   CpuInfo info;
   long online = sysconf(_SC_NPROCESSORS_ONLN);
   info.online_cpus = online > 0 ? static_cast<int>(online) : 1;

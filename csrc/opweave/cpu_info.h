@@ -17,7 +17,17 @@ struct CpuInfo {
   std::string isa;  // best kernel instruction set usable: "avx512", "avx2+fma", "portable"
 };
 
-// Re-reads affinity and quota each call (they can change at run time); ISA flags are cached.
+// Re-reads affinity and quota each call (they can change at run time).
 CpuInfo cpu_info();
+
+struct IsaFlags {
+  bool avx2 = false;
+  bool fma = false;
+  bool avx512f = false;
+};
+
+// The instruction sets this CPU and OS support. Cheap, and free of lazy static initialisation, so
+// load-time initialisers may call it (see fork_guard.h for why kernels choose at load time).
+IsaFlags isa_flags() noexcept;
 
 }  // namespace opweave

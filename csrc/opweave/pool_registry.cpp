@@ -18,20 +18,16 @@ struct Registry {
   std::vector<Entry> entries;  // in registration order; expired entries are pruned on access
 };
 
-Registry*& registry_slot() {
-  static Registry* slot = new Registry;  // leaked: pools may register during static teardown
-  return slot;
-}
+// Leaked: pools may register during static teardown. Created at load time, not on first use, so
+// a fork() cannot catch its initialisation half done (see fork_guard.h).
+Registry* g_registry = new Registry;
 
-Registry& registry() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    // A forked child starts with an empty list: the parent's pools have no threads there (they
-    // are leaked, see ~ThreadPool), and the mutex may be held by a parent thread.
-    pthread_atfork(nullptr, nullptr, [] { registry_slot() = new Registry; });
-  });
-  return *registry_slot();
-}
+// A forked child starts with an empty list: the parent's pools have no threads there (they are
+// leaked, see ~ThreadPool), and the mutex may be held by a parent thread.
+[[maybe_unused]] const int g_atfork =
+    pthread_atfork(nullptr, nullptr, [] { g_registry = new Registry; });
+
+Registry& registry() { return *g_registry; }
 
 void prune_locked(Registry& r) {
   std::vector<Entry> live;

@@ -164,10 +164,8 @@ void atfork_child() {
   g_intra.resize_mutex.unlock();
 }
 
-void install_atfork_once() {
-  static std::once_flag once;
-  std::call_once(once, [] { pthread_atfork(atfork_prepare, atfork_parent, atfork_child); });
-}
+// Installed at load time: a lazy install (call_once) could itself be caught half done by a fork.
+[[maybe_unused]] const int g_atfork = pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 
 ThreadPool* create_locked(GlobalPool& g) {
   resolve_locked(g);
@@ -183,7 +181,6 @@ ThreadPool* create_locked(GlobalPool& g) {
 }
 
 ThreadPool* get_pool(GlobalPool& g) {
-  install_atfork_once();
   // acquire: pairs with the release store in create_locked.
   if (ThreadPool* p = g.pool.load(std::memory_order_acquire)) return p;
   std::lock_guard<std::mutex> lock(g_mutex);  // one creator; settings stay consistent
@@ -200,7 +197,6 @@ void check_size(int n, const char* what) {
 
 void set_size(GlobalPool& g, int n, std::string source, const char* what) {
   check_size(n, what);
-  install_atfork_once();
   std::lock_guard<std::mutex> resizing(g.resize_mutex);  // one set_size per pool at a time
   std::unique_lock<std::mutex> lock(g_mutex);            // guards the settings and creation
   const Setting next = n == 0 ? default_setting(g.intra) : Setting{n, std::move(source)};
@@ -251,7 +247,6 @@ void set_inter_op_parallelism(int n, std::string source) {
 ParallelismInEffect configure_parallelism_if_unset(int intra, int inter, std::string source) {
   if (intra > kMaxThreads) check_size(intra, "intra_op_parallelism");
   if (inter > kMaxThreads) check_size(inter, "inter_op_parallelism");
-  install_atfork_once();
   ParallelismInEffect out;
   std::lock_guard<std::mutex> lock(g_mutex);  // decide and create atomically w.r.t. set_*
   auto apply = [&source](GlobalPool& g, int n) {
@@ -294,7 +289,6 @@ RuntimeInfo runtime_info() {
 
 // --- issue 7 ---
 void set_spin_time_us(std::int64_t us, std::string source) {
-  install_atfork_once();
   std::lock_guard<std::mutex> lock(g_mutex);  // setting + rebuild are one step
   g_spin = us < 0 ? SpinSetting{} : SpinSetting{true, us, std::move(source)};
   apply_spin_time_locked();

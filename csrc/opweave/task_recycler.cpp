@@ -5,6 +5,8 @@
 #include <new>
 #include <vector>
 
+#include "opweave/fork_guard.h"
+
 namespace opweave {
 namespace {
 
@@ -33,10 +35,14 @@ struct Depot {
   // still alive, e.g. a burst of schedule()) must not pay a lock per allocation to learn it.
   std::atomic<std::size_t> size{0};
 };
-Depot& depot() {
-  static Depot* d = new Depot;  // never destroyed, see above
-  return *d;
-}
+// Never destroyed, see above. Created at load time, and its mutex held across fork(), so a child
+// finds it unlocked and whole (fork_guard.h).
+Depot* const g_depot = [] {
+  auto* d = new Depot;
+  hold_across_fork(&d->mutex);
+  return d;
+}();
+Depot& depot() { return *g_depot; }
 
 std::atomic<int> g_fail_next{0};
 

@@ -26,14 +26,13 @@ namespace {
 // process, and its worker threads do not exist here.
 std::atomic<std::uint64_t> g_fork_generation{0};
 
+// Installed at load time: a lazy install could itself be caught half done by a fork.
+[[maybe_unused]] const int g_atfork = pthread_atfork(nullptr, nullptr, [] {
+  // relaxed: the child is single-threaded while the handler runs.
+  g_fork_generation.fetch_add(1, std::memory_order_relaxed);
+});
+
 std::uint64_t current_fork_generation() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    pthread_atfork(nullptr, nullptr, [] {
-      // relaxed: the child is single-threaded while the handler runs.
-      g_fork_generation.fetch_add(1, std::memory_order_relaxed);
-    });
-  });
   return g_fork_generation.load(std::memory_order_relaxed);
 }
 

@@ -64,12 +64,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``python -m opweave`` and the ``opweave`` script."""
     parser = argparse.ArgumentParser(prog="python -m opweave", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("demo", help="show the thread pools at work")
+    sub.add_parser(
+        "demo", help="run a graph under a grid of (intra, inter) settings, then show the pools"
+    )
     sub.add_parser("info", help="print parallel_info(): pool sizes and how they were chosen")
     args = parser.parse_args(argv)
     if args.command == "demo":
+        # The experiment users of the two settings want (issue 3), then the pool's own counters.
+        from . import _demo_graph
+
+        status = _demo_graph.main([])
+        print()
         demo()
-        return 0
+        return status
     if args.command == "info":
         import opweave
 

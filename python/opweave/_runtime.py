@@ -17,6 +17,7 @@ so the rules live in one place:
 
 from __future__ import annotations
 
+import os
 import threading
 from dataclasses import dataclass
 from typing import Literal
@@ -29,6 +30,11 @@ Pool = Literal["intra", "inter"]
 # consistent with the C++ state when several Python threads change sizes at once.
 _lock = threading.RLock()
 _explicit: dict[Pool, int] = {"intra": 0, "inter": 0}
+# Held by the forking thread across os.fork(), so a child never inherits it locked by a thread
+# that does not exist there (the C++ side does the same for its locks, see fork_guard.h).
+os.register_at_fork(
+    before=_lock.acquire, after_in_parent=_lock.release, after_in_child=_lock.release
+)
 
 MAX_THREADS = 4096  # opweave::kMaxThreads
 

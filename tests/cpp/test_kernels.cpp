@@ -11,6 +11,7 @@
 #include "opweave/kernels/gemm_microkernel.h"
 #include "opweave/kernels/kernels.h"
 #include "opweave/kernels/reduce_loops.h"
+#include "opweave/kernels/unary_math_loops.h"
 #include "testing.h"
 
 using namespace opweave;
@@ -126,6 +127,45 @@ OPWEAVE_TEST(every_micro_kernel_the_cpu_supports_matches_reference) {
     packed_gemm<double>(uk, m, n, k, {a.data<double>(), k, 1}, {b.data<double>(), n, 1},
                         c.data<double>(), n, nullptr);
     OPWEAVE_CHECK(matches_reference<double>(a, b, false, false, c));
+  }
+}
+
+// Kernels that can read row-major A in place (fn_rows) must give the bits of the packed path:
+// same shape run with and without fn_rows, ragged rows and columns, several K blocks, 1 and 3
+// threads.
+template <typename T>
+void check_direct_a_matches_packed(gemm_detail::MicroKernel<T> uk) {
+  using namespace gemm_detail;
+  const std::int64_t sizes[][3] = {{256, 256, 256}, {151, 35, 259}, {13, 100, 70}, {25, 33, 5}};
+  auto pools = make_pools();
+  for (const auto& s : sizes) {
+    const std::int64_t m = s[0], n = s[1], k = s[2];
+    // Row stride k + 3: A is a view into a wider matrix.
+    Tensor a = random_tensor<T>({m, k + 3}, 11), b = random_tensor<T>({k, n}, 12);
+    Tensor c_direct = Tensor::empty(DTypeOf<T>::value, {m, n});
+    Tensor c_packed = Tensor::empty(DTypeOf<T>::value, {m, n});
+    MicroKernel<T> packed = uk;
+    packed.fn_rows = nullptr;
+    for (std::int64_t kc : {uk.kc, std::int64_t{64}}) {
+      uk.kc = packed.kc = kc;
+      for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), pools[2].get()}) {
+        packed_gemm<T>(uk, m, n, k, {a.data<T>(), k + 3, 1}, {b.data<T>(), n, 1},
+                       c_direct.data<T>(), n, pool);
+        packed_gemm<T>(packed, m, n, k, {a.data<T>(), k + 3, 1}, {b.data<T>(), n, 1},
+                       c_packed.data<T>(), n, pool);
+        OPWEAVE_CHECK(same_bits(c_direct, c_packed));
+      }
+    }
+    Tensor a_view = Tensor::wrap(DTypeOf<T>::value, {m, k}, {k + 3, 1}, a.raw_data(), a.owner());
+    OPWEAVE_CHECK(matches_reference<T>(a_view, b, false, false, c_direct));
+  }
+}
+
+OPWEAVE_TEST(reading_a_in_place_gives_the_bits_of_packing_it) {
+  const CpuInfo info = cpu_info();
+  if (info.has_avx512f && info.has_avx2 && info.has_fma) {
+    check_direct_a_matches_packed(gemm_detail::avx512_kernel_f32());
+    check_direct_a_matches_packed(gemm_detail::avx512_kernel_f64());
   }
 }
 
@@ -333,6 +373,58 @@ OPWEAVE_TEST(baseline_and_avx2_reduction_loops_give_the_same_bits) {
   base.rows(p, 40, 1001, 1001, r0.data(), scratch.data());
   avx2.rows(p, 40, 1001, 1001, r1.data(), scratch.data());
   OPWEAVE_CHECK(std::memcmp(r0.data(), r1.data(), sizeof(float) * r0.size()) == 0);
+}
+
+template <typename T>
+void check_unary_math_tables_agree() {
+  using namespace unary_math;
+  // Wide range (overflow, underflow, tanh's saturation), the small-argument region, specials.
+  std::vector<T> x;
+  for (int i = -20000; i <= 20000; ++i) x.push_back(static_cast<T>(i) * T(0.04));
+  for (int i = 1; i <= 2000; ++i) x.push_back(static_cast<T>(std::ldexp(1.37 * i, -12 - i % 60)));
+  for (T v : {T(0), T(-0.0), std::numeric_limits<T>::infinity(),
+              -std::numeric_limits<T>::infinity(), std::numeric_limits<T>::quiet_NaN()}) {
+    x.push_back(v);
+  }
+  const std::int64_t n = static_cast<std::int64_t>(x.size());
+  Table<T> base, avx2;
+  if constexpr (std::is_same_v<T, float>) {
+    base = table_baseline_f32();
+    avx2 = table_avx2_f32();
+  } else {
+    base = table_baseline_f64();
+    avx2 = table_avx2_f64();
+  }
+  std::vector<T> r0(x.size()), r1(x.size());
+  for (auto fn : {&Table<T>::exp, &Table<T>::tanh, &Table<T>::sigmoid}) {
+    (base.*fn)(x.data(), 1, r0.data(), n);
+    (avx2.*fn)(x.data(), 1, r1.data(), n);
+    OPWEAVE_CHECK(std::memcmp(r0.data(), r1.data(), sizeof(T) * x.size()) == 0);
+  }
+  // tanh: within 4 ulp of the long double libm result (measured worst: ~3), exact specials.
+  base.tanh(x.data(), 1, r0.data(), n);
+  double worst = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const long double ref = std::tanh(static_cast<long double>(x[i]));
+    if (std::isnan(x[i])) {
+      OPWEAVE_CHECK(std::isnan(r0[i]));
+      continue;
+    }
+    const T rt = static_cast<T>(ref);
+    if (rt == 0 || std::isinf(x[i])) {
+      OPWEAVE_CHECK(r0[i] == rt && std::signbit(r0[i]) == std::signbit(x[i]));
+      continue;
+    }
+    const T ulp = std::nextafter(std::fabs(rt), std::numeric_limits<T>::infinity()) - std::fabs(rt);
+    worst = std::max(worst, static_cast<double>(std::fabs(r0[i] - ref) / ulp));
+  }
+  OPWEAVE_CHECK(worst <= 4.0);
+}
+
+OPWEAVE_TEST(baseline_and_avx2_unary_math_give_the_same_bits_and_tanh_is_accurate) {
+  if (!(cpu_info().has_avx2 && cpu_info().has_fma)) return;  // nothing to compare on this CPU
+  check_unary_math_tables_agree<float>();
+  check_unary_math_tables_agree<double>();
 }
 
 OPWEAVE_TEST_MAIN()

@@ -4,6 +4,7 @@
 #include <mutex>
 
 #include "opweave/errors.h"
+#include "opweave/fork_guard.h"
 
 namespace opweave {
 
@@ -19,18 +20,20 @@ struct Registry {
   std::map<std::string, KernelDef> kernels;
 };
 
-Registry& storage() {
-  static Registry* r = new Registry;  // thread-safe init; leaked so it outlives static teardown
-  return *r;
-}
+// Leaked so it outlives static teardown. Constant-initialised to null, filled at load time below.
+Registry* g_registry = nullptr;
 
-void ensure_builtins() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    register_standard_kernels();
-    register_math_kernels();
-  });
-}
+Registry& storage() { return *g_registry; }
+
+// Built at load time, not on first use: a fork() while another thread ran a lazy initialiser would
+// leave the child waiting on its guard forever (fork_guard.h). Compilation may run on any thread.
+[[maybe_unused]] const bool g_builtins_registered = [] {
+  g_registry = new Registry;
+  hold_across_fork(&g_registry->mutex);
+  register_standard_kernels();
+  register_math_kernels();
+  return true;
+}();
 
 }  // namespace
 
@@ -41,7 +44,6 @@ void register_kernel(const std::string& op, KernelDef def) {
 }
 
 KernelDef find_kernel(const std::string& op) {
-  ensure_builtins();
   Registry& r = storage();
   std::lock_guard<std::mutex> lock(r.mutex);
   auto it = r.kernels.find(op);

@@ -20,21 +20,17 @@ struct NamedPools {
   std::map<std::string, std::shared_ptr<ThreadPool>> pools;
 };
 
-NamedPools*& named_pools_slot() {
-  static NamedPools* s = new NamedPools;  // leaked: pools may be used during static teardown
-  return s;
-}
+// Leaked: pools may be used during static teardown. Created at load time, not on first use, so a
+// fork() cannot catch its initialisation half done (see fork_guard.h).
+NamedPools* g_named_pools = new NamedPools;
 
-NamedPools& named_pools() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    // (issue 7) A forked child starts with no named pools: the parent's have no threads here
-    // (and their mutex may be held by a parent thread). They are leaked, never joined; a
-    // Session re-creates the ones it uses, with the same sizes, on its next run.
-    pthread_atfork(nullptr, nullptr, [] { named_pools_slot() = new NamedPools; });
-  });
-  return *named_pools_slot();
-}
+// (issue 7) A forked child starts with no named pools: the parent's have no threads here (and
+// their mutex may be held by a parent thread). They are leaked, never joined; a Session
+// re-creates the ones it uses, with the same sizes, on its next run.
+[[maybe_unused]] const int g_atfork =
+    pthread_atfork(nullptr, nullptr, [] { g_named_pools = new NamedPools; });
+
+NamedPools& named_pools() { return *g_named_pools; }
 
 PoolOptions inter_options(int workers, const std::string& name) {
   PoolOptions o;

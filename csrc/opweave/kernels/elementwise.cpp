@@ -6,8 +6,10 @@
 #include <limits>
 #include <type_traits>
 
+#include "opweave/cpu_info.h"
 #include "opweave/kernels/kernel_util.h"
 #include "opweave/kernels/kernels.h"
+#include "opweave/kernels/unary_math_loops.h"
 #include "opweave/kernels/vector_math.h"
 #include "opweave/parallel_for.h"
 
@@ -161,15 +163,6 @@ void binary_typed(const Tensor& a, const Tensor& b, const Tensor& out, ThreadPoo
   }
 }
 
-// e = e^-|x| never overflows: 1/(1+e) for x >= 0, e/(1+e) otherwise. Branch-free, so it
-// vectorises together with the exp.
-template <typename T>
-inline T sigmoid(T x) {
-  const T e = vector_math::exp(vector_math::select<T>(x < T(0), x, -x));
-  const T r = T(1) / (T(1) + e);
-  return vector_math::select<T>(x >= T(0), r, e * r);
-}
-
 template <typename T>
 T apply_unary(UnaryOp op, T x) {
   if constexpr (std::is_same_v<T, bool>) {
@@ -186,9 +179,9 @@ T apply_unary(UnaryOp op, T x) {
       case UnaryOp::kExp:
         return vector_math::exp(x);
       case UnaryOp::kTanh:
-        return std::tanh(x);  // libm: the exp-based forms lose accuracy near 0
+        return vector_math::tanh(x);
       case UnaryOp::kSigmoid:
-        return sigmoid(x);
+        return vector_math::sigmoid(x);
     }
     return x;
   }
@@ -217,6 +210,57 @@ void unary_loop(const Tensor& x, const Tensor& out, ThreadPool* pool, Fn fn, dou
     body(0, loop.numel);
   } else {
     parallel_for(pool, 0, loop.numel, threshold / 2, body, cost);
+  }
+}
+
+// unary_loop for the transcendental ops: each contiguous or strided run goes to a loop from the
+// ISA-specific table (unary_math_loops.h).
+template <typename T>
+void unary_runs(const Tensor& x, const Tensor& out, ThreadPool* pool, unary_math::RunFn<T> fn,
+                double cost) {
+  const StridedLoop<1> loop(out.shape(), {x.strides()});
+  const T* px = x.data<T>();
+  T* po = out.data<T>();
+  auto body = [&](std::int64_t begin, std::int64_t end) {
+    loop.run(begin, end,
+             [&](std::int64_t o, const std::int64_t* off, const std::int64_t* st, std::int64_t n) {
+               fn(px + off[0], st[0], po + o, n);
+             });
+  };
+  const std::int64_t threshold = kElementwiseParallelThreshold / 8;
+  if (loop.numel < threshold) {
+    body(0, loop.numel);
+  } else {
+    parallel_for(pool, 0, loop.numel, threshold / 2, body, cost);
+  }
+}
+
+template <typename T>
+unary_math::Table<T> select_math_table() {
+#if defined(OPWEAVE_X86_64)
+  const IsaFlags isa = isa_flags();
+  if (isa.avx2 && isa.fma) {
+    if constexpr (std::is_same_v<T, float>) return unary_math::table_avx2_f32();
+    if constexpr (std::is_same_v<T, double>) return unary_math::table_avx2_f64();
+  }
+#endif
+  if constexpr (std::is_same_v<T, float>) {
+    return unary_math::table_baseline_f32();
+  } else {
+    return unary_math::table_baseline_f64();
+  }
+}
+
+// Chosen at load time, not on first use: see fork_guard.h.
+const unary_math::Table<float> g_math_f32 = select_math_table<float>();
+const unary_math::Table<double> g_math_f64 = select_math_table<double>();
+
+template <typename T>
+const unary_math::Table<T>& math_table() {
+  if constexpr (std::is_same_v<T, float>) {
+    return g_math_f32;
+  } else {
+    return g_math_f64;
   }
 }
 
@@ -290,13 +334,14 @@ Tensor unary(UnaryOp op, const Tensor& x, ThreadPool* pool) {
         }
         break;
       case UnaryOp::kExp:
-        if constexpr (std::is_floating_point_v<T>) {
-          return unary_loop<T>(x, out, pool, [](T v) { return vector_math::exp(v); }, cost);
-        }
-        break;
+      case UnaryOp::kTanh:
       case UnaryOp::kSigmoid:
         if constexpr (std::is_floating_point_v<T>) {
-          return unary_loop<T>(x, out, pool, [](T v) { return sigmoid(v); }, cost);
+          const unary_math::Table<T>& table = math_table<T>();
+          const unary_math::RunFn<T> fn = op == UnaryOp::kExp    ? table.exp
+                                          : op == UnaryOp::kTanh ? table.tanh
+                                                                 : table.sigmoid;
+          return unary_runs<T>(x, out, pool, fn, cost);
         }
         break;
       default:

@@ -19,6 +19,7 @@
 #include <cstring>
 #include <memory>
 #include <new>
+#include <type_traits>
 #include <vector>
 
 #include "opweave/cpu_info.h"
@@ -192,31 +193,57 @@ const MicroKernel<double>& best_kernel<double>() {
   return best_kernel_f64();
 }
 
+// Whether the micro-kernel reads row-major A in place instead of from packed micro-panels. Packing
+// A is paid once per A block and amortised over the n / NR micro-kernel calls that reuse each
+// panel; for narrow C that is too few (n = 256 float32: 8 calls, packing A took ~16% of the time;
+// reading A in place ran 80 -> 101 GFLOP/s, f32 n = 512 85 -> 94, f64 n = 512 35 -> 40). Not when
+// A's rows all start at the same 4 KiB offset: twelve rows would share the L1 sets of the B
+// micro-panel and evict it (f64 n = 1024 direct: 41 -> 29). Depends on shapes and strides only,
+// and the FMA chains are the same either way: same bits.
+template <typename T>
+bool use_direct_a(const MicroKernel<T>& uk, const StridedMatrix<T>& a, std::int64_t n,
+                  std::size_t elem) {
+  if (uk.fn_rows == nullptr || a.cs != 1) return false;
+  const std::int64_t row_bytes = a.rs * static_cast<std::int64_t>(elem);
+  return n <= 512 && row_bytes % 4096 != 0;
+}
+
 }  // namespace
 
-const MicroKernel<float>& best_kernel_f32() {
-  static const MicroKernel<float> kernel = [] {
-    const CpuInfo info = cpu_info();
+namespace {
+
+template <typename T>
+MicroKernel<T> select_kernel() {
+  [[maybe_unused]] const IsaFlags isa = isa_flags();
+  constexpr bool f32 = std::is_same_v<T, float>;
 #if defined(OPWEAVE_X86_64)
-    if (info.has_avx512f && info.has_avx2 && info.has_fma) return avx512_kernel_f32();
-    if (info.has_avx2 && info.has_fma) return avx2_kernel_f32();
+  if (isa.avx512f && isa.avx2 && isa.fma) {
+    if constexpr (f32)
+      return avx512_kernel_f32();
+    else
+      return avx512_kernel_f64();
+  }
+  if (isa.avx2 && isa.fma) {
+    if constexpr (f32)
+      return avx2_kernel_f32();
+    else
+      return avx2_kernel_f64();
+  }
 #endif
+  if constexpr (f32)
     return portable_kernel_f32();
-  }();
-  return kernel;
+  else
+    return portable_kernel_f64();
 }
 
-const MicroKernel<double>& best_kernel_f64() {
-  static const MicroKernel<double> kernel = [] {
-    const CpuInfo info = cpu_info();
-#if defined(OPWEAVE_X86_64)
-    if (info.has_avx512f && info.has_avx2 && info.has_fma) return avx512_kernel_f64();
-    if (info.has_avx2 && info.has_fma) return avx2_kernel_f64();
-#endif
-    return portable_kernel_f64();
-  }();
-  return kernel;
-}
+// Chosen at load time, not on first use: see fork_guard.h.
+const MicroKernel<float> g_kernel_f32 = select_kernel<float>();
+const MicroKernel<double> g_kernel_f64 = select_kernel<double>();
+
+}  // namespace
+
+const MicroKernel<float>& best_kernel_f32() { return g_kernel_f32; }
+const MicroKernel<double>& best_kernel_f64() { return g_kernel_f64; }
 
 template <typename T>
 void packed_gemm(const MicroKernel<T>& uk, std::int64_t m, std::int64_t n, std::int64_t k,
@@ -241,6 +268,7 @@ void packed_gemm(const MicroKernel<T>& uk, std::int64_t m, std::int64_t n, std::
   // M is small, so two threads still share a 256-row matmul evenly. Affects speed only.
   const std::int64_t grain =
       std::max<std::int64_t>(1, std::min(mc_panels, (m_panels + 2 * threads - 1) / (2 * threads)));
+  const bool direct_a = use_direct_a(uk, a, n, sizeof(T));
 
   for (std::int64_t jc = 0; jc < n; jc += nc_max) {
     const std::int64_t nc = std::min(nc_max, n - jc);
@@ -264,7 +292,13 @@ void packed_gemm(const MicroKernel<T>& uk, std::int64_t m, std::int64_t n, std::
             for (std::int64_t blk = mp0; blk < mp1; blk += mc_panels) {
               const std::int64_t i0 = blk * mr;
               const std::int64_t mc = std::min(mc_panels, mp1 - blk) * mr;
-              pack_a(a, m, i0, mc, pc, kc, mr, apack);
+              if (direct_a) {
+                // Only the ragged last micro-panel (rows past m) needs a zero-padded copy.
+                const std::int64_t full = std::min(mc, m - i0) / mr * mr;
+                if (full < mc) pack_a(a, m, i0 + full, mc - full, pc, kc, mr, apack + full * kc);
+              } else {
+                pack_a(a, m, i0, mc, pc, kc, mr, apack);
+              }
               for (std::int64_t jr = 0; jr < nc; jr += nr) {
                 const T* bp = bpack + jr * kc;
                 const std::int64_t cols = std::min<std::int64_t>(nr, nc - jr);
@@ -273,10 +307,20 @@ void packed_gemm(const MicroKernel<T>& uk, std::int64_t m, std::int64_t n, std::
                   if (rows <= 0) break;
                   T* ct = c + (i0 + ir) * ldc + jc + jr;
                   const T* ap = apack + ir * kc;
+                  const T* ar = a.data + (i0 + ir) * a.rs + pc;  // unpacked rows (direct_a)
+                  const bool rows_fn = direct_a && rows == mr;
                   if (rows == mr && cols == nr) {
-                    uk.fn(kc, ap, bp, ct, ldc, accumulate);
+                    if (rows_fn) {
+                      uk.fn_rows(kc, ar, a.rs, bp, ct, ldc, accumulate);
+                    } else {
+                      uk.fn(kc, ap, bp, ct, ldc, accumulate);
+                    }
                   } else {
-                    uk.fn(kc, ap, bp, tile, nr, false);
+                    if (rows_fn) {
+                      uk.fn_rows(kc, ar, a.rs, bp, tile, nr, false);
+                    } else {
+                      uk.fn(kc, ap, bp, tile, nr, false);
+                    }
                     for (std::int64_t i = 0; i < rows; ++i) {
                       for (std::int64_t j = 0; j < cols; ++j) {
                         ct[i * ldc + j] =

@@ -18,6 +18,12 @@ template <typename T>
 using MicroKernelFn = void (*)(std::int64_t kc, const T* a, const T* b, T* c, std::int64_t ldc,
                                bool accumulate);
 
+// The same tile from an unpacked row-major A: row i, step p at a[i * lda + p] (kernels that have
+// it let the driver skip packing A for small problems; same FMA chain, same bits).
+template <typename T>
+using MicroKernelRowsFn = void (*)(std::int64_t kc, const T* a, std::int64_t lda, const T* b, T* c,
+                                   std::int64_t ldc, bool accumulate);
+
 template <typename T>
 struct MicroKernel {
   int mr;  // rows of the register tile
@@ -27,6 +33,7 @@ struct MicroKernel {
   std::int64_t kc, mc, nc;
   MicroKernelFn<T> fn;
   const char* isa;
+  MicroKernelRowsFn<T> fn_rows = nullptr;  // optional
 };
 
 MicroKernel<float> portable_kernel_f32();

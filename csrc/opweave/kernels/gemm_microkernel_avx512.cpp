@@ -29,9 +29,19 @@ inline void prefetch_c_tile(const T* c, std::int64_t ldc, std::size_t row_bytes)
 
 // The accumulator arrays are indexed only by compile-time constants after unrolling, so the
 // compiler keeps them in registers (checked in the disassembly: no spills in the k loop).
-void kernel_f32_12x32(std::int64_t kc, const float* a, const float* b, float* c, std::int64_t ldc,
-                      bool accumulate) {
+// kRows = false: a is a packed micro-panel (a[p * kMr + i]). kRows = true: a points at row 0 of
+// an unpacked row-major A block (a[i * lda + p]), which the driver uses for small problems where
+// packing A would cost more than it saves. Same FMA chain either way, so the same bits.
+template <bool kRows>
+inline void kernel_f32_12x32(std::int64_t kc, const float* a, std::int64_t lda, const float* b,
+                             float* c, std::int64_t ldc, bool accumulate) {
   prefetch_c_tile(c, ldc, 32 * sizeof(float));
+  // Four row bases three rows apart: row 3q + r is base_q + r * lda, an addressing mode with
+  // one index register (no pointer spills in the k loop).
+  const float* a0 = a;
+  const float* a3 = a + 3 * lda;
+  const float* a6 = a + 6 * lda;
+  const float* a9 = a + 9 * lda;
   __m512 lo[kMr], hi[kMr];
 #pragma GCC unroll 12
   for (int i = 0; i < kMr; ++i) lo[i] = hi[i] = _mm512_setzero_ps();
@@ -41,11 +51,16 @@ void kernel_f32_12x32(std::int64_t kc, const float* a, const float* b, float* c,
     const __m512 b1 = _mm512_load_ps(b + 16);
 #pragma GCC unroll 12
     for (int i = 0; i < kMr; ++i) {
-      const __m512 av = _mm512_set1_ps(a[i]);
+      const float* base = i < 3 ? a0 : i < 6 ? a3 : i < 9 ? a6 : a9;
+      const __m512 av = _mm512_set1_ps(kRows ? base[(i % 3) * lda] : a[i]);
       lo[i] = _mm512_fmadd_ps(av, b0, lo[i]);
       hi[i] = _mm512_fmadd_ps(av, b1, hi[i]);
     }
-    a += kMr;
+    if (kRows) {
+      ++a0, ++a3, ++a6, ++a9;
+    } else {
+      a += kMr;
+    }
     b += 32;
   }
 #pragma GCC unroll 12
@@ -60,9 +75,14 @@ void kernel_f32_12x32(std::int64_t kc, const float* a, const float* b, float* c,
   }
 }
 
-void kernel_f64_12x16(std::int64_t kc, const double* a, const double* b, double* c,
-                      std::int64_t ldc, bool accumulate) {
+template <bool kRows>
+inline void kernel_f64_12x16(std::int64_t kc, const double* a, std::int64_t lda, const double* b,
+                             double* c, std::int64_t ldc, bool accumulate) {
   prefetch_c_tile(c, ldc, 16 * sizeof(double));
+  const double* a0 = a;
+  const double* a3 = a + 3 * lda;
+  const double* a6 = a + 6 * lda;
+  const double* a9 = a + 9 * lda;
   __m512d lo[kMr], hi[kMr];
 #pragma GCC unroll 12
   for (int i = 0; i < kMr; ++i) lo[i] = hi[i] = _mm512_setzero_pd();
@@ -72,11 +92,16 @@ void kernel_f64_12x16(std::int64_t kc, const double* a, const double* b, double*
     const __m512d b1 = _mm512_load_pd(b + 8);
 #pragma GCC unroll 12
     for (int i = 0; i < kMr; ++i) {
-      const __m512d av = _mm512_set1_pd(a[i]);
+      const double* base = i < 3 ? a0 : i < 6 ? a3 : i < 9 ? a6 : a9;
+      const __m512d av = _mm512_set1_pd(kRows ? base[(i % 3) * lda] : a[i]);
       lo[i] = _mm512_fmadd_pd(av, b0, lo[i]);
       hi[i] = _mm512_fmadd_pd(av, b1, hi[i]);
     }
-    a += kMr;
+    if (kRows) {
+      ++a0, ++a3, ++a6, ++a9;
+    } else {
+      a += kMr;
+    }
     b += 16;
   }
 #pragma GCC unroll 12
@@ -91,6 +116,23 @@ void kernel_f64_12x16(std::int64_t kc, const double* a, const double* b, double*
   }
 }
 
+void packed_f32(std::int64_t kc, const float* a, const float* b, float* c, std::int64_t ldc,
+                bool accumulate) {
+  kernel_f32_12x32<false>(kc, a, 0, b, c, ldc, accumulate);
+}
+void rows_f32(std::int64_t kc, const float* a, std::int64_t lda, const float* b, float* c,
+              std::int64_t ldc, bool accumulate) {
+  kernel_f32_12x32<true>(kc, a, lda, b, c, ldc, accumulate);
+}
+void packed_f64(std::int64_t kc, const double* a, const double* b, double* c, std::int64_t ldc,
+                bool accumulate) {
+  kernel_f64_12x16<false>(kc, a, 0, b, c, ldc, accumulate);
+}
+void rows_f64(std::int64_t kc, const double* a, std::int64_t lda, const double* b, double* c,
+              std::int64_t ldc, bool accumulate) {
+  kernel_f64_12x16<true>(kc, a, lda, b, c, ldc, accumulate);
+}
+
 }  // namespace
 
 // KC=256: the 256 x 32 float B micro-panel (32 KiB) stays in the 48 KiB L1d next to the
@@ -98,11 +140,14 @@ void kernel_f64_12x16(std::int64_t kc, const double* a, const double* b, double*
 // driver balances longer K into equal blocks <= 256). MC=144 rows: 144 KiB of packed A in the
 // 2 MiB L2. NC=4096 bounds the B panel (KC x NC, 4 MiB) so it stays in L3.
 MicroKernel<float> avx512_kernel_f32() {
-  return {kMr, 32, 256, 144, 4096, &kernel_f32_12x32, "avx512"};
+  return {kMr, 32, 256, 144, 4096, &packed_f32, "avx512", &rows_f32};
 }
-// float64: half the columns, so the same bytes per B micro-panel at the same KC.
+// float64: half the columns, so the same bytes per B micro-panel at the same KC. NC=1024: the B
+// panel is 2 MiB (it was 8 MiB at NC=4096 and 4 MiB for n = 2048). Swept with gemm_microbench at
+// n = 2048 on the loaded machine: NC=1024 beat 4096 in 6 of 6 paired runs (by 2-8 GFLOP/s, ~45),
+// NC=512 was slower (more A packing); KC=192 or 384 were no better than 256 (within the noise).
 MicroKernel<double> avx512_kernel_f64() {
-  return {kMr, 16, 256, 144, 4096, &kernel_f64_12x16, "avx512"};
+  return {kMr, 16, 256, 144, 1024, &packed_f64, "avx512", &rows_f64};
 }
 
 }  // namespace opweave::gemm_detail

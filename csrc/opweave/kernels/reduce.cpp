@@ -49,11 +49,15 @@ using reduce_detail::Combine;
 using reduce_detail::LoopFns;
 
 // The vectorised loops for this CPU (same results either way; see reduce_loops.h).
+// A variable template, initialised at load time with the other globals of this file rather than
+// on first use (a fork() could catch a lazy initialiser half done, see fork_guard.h).
+template <Combine C, typename T>
+const LoopFns<C, T> g_loops =
+    isa_flags().avx2 ? reduce_detail::loops_avx2<C, T>() : reduce_detail::loops_baseline<C, T>();
+
 template <Combine C, typename T>
 const LoopFns<C, T>& loops() {
-  static const LoopFns<C, T> fns = cpu_info().has_avx2 ? reduce_detail::loops_avx2<C, T>()
-                                                       : reduce_detail::loops_baseline<C, T>();
-  return fns;
+  return g_loops<C, T>;
 }
 
 template <Combine C, typename T>
