@@ -13,6 +13,7 @@ import textwrap
 import time
 
 import pytest
+from _subprocess import finish, spawn_python
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 
@@ -21,10 +22,18 @@ import os, sys, threading, time
 import numpy as np
 import opweave as ow
 
-def slow_graph(n=200, sleep=0.02):
+_started = threading.Event()
+
+def slow_graph(n=200, sleep=0.02, announce=False):
+    # announce: the first op to run prints "ready", so the run is surely in flight by then.
     x = ow.placeholder(ow.float32, shape=(3,), name="x")
-    parts = [ow.py_function(lambda v: (time.sleep(sleep), v)[1], [x], ow.float32)
-             for _ in range(n)]
+    def body(v):
+        if announce and not _started.is_set():
+            _started.set()
+            print("ready", flush=True)
+        time.sleep(sleep)
+        return v
+    parts = [ow.py_function(body, [x], ow.float32) for _ in range(n)]
     return x, ow.add_n(parts)
 
 def busy_graph(n=64, size=256):
@@ -36,50 +45,46 @@ def busy_graph(n=64, size=256):
 """
 
 
+def _spawn(code: str) -> subprocess.Popen[str]:
+    return spawn_python(_PRELUDE + textwrap.dedent(code))
+
+
 def _run(code: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-c", _PRELUDE + textwrap.dedent(code)],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
+    return finish(_spawn(code), timeout)
+
+
+def _interrupt_when_ready(code: str) -> subprocess.CompletedProcess[str]:
+    """Start ``code``, send SIGINT once it printed "ready" (and half a second more)."""
+    proc = _spawn(code)
+    assert proc.stdout is not None
+    line = proc.stdout.readline().strip()
+    if line == "ready":
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGINT)
+    done = finish(proc)
+    assert line == "ready", f"{line}\n{done.stdout}\n{done.stderr}"
+    return done
 
 
 def _assert_clean(proc: subprocess.CompletedProcess[str], rc: int = 0) -> None:
     assert proc.returncode == rc, f"rc={proc.returncode}\nstdout:\n{proc.stdout}\n{proc.stderr}"
 
 
-def test_ctrl_c_during_a_long_run_raises_keyboard_interrupt_promptly() -> None:
+def test_ctrl_c_during_a_long_run_raises_keyboard_interrupt() -> None:
     code = """
-    x, y = slow_graph()
+    x, y = slow_graph(sleep=0.05, announce=True)  # 5 s of work on two threads
     sess = ow.Session(config=ow.ConfigProto(inter_op_parallelism_threads=2))
-    print("ready", flush=True)
-    t0 = time.monotonic()
     try:
         sess.run(y, feed_dict={x: np.ones(3, np.float32)})
         print("completed")
     except KeyboardInterrupt:
-        print("interrupted", round(time.monotonic() - t0, 2))
+        print("interrupted")
     # The session is still usable afterwards and no run is left behind.
     z = ow.constant(2.0) * 3.0
     print("after", sess.run(z))
     """
-    proc = subprocess.Popen(
-        [sys.executable, "-c", _PRELUDE + textwrap.dedent(code)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert proc.stdout is not None
-        assert proc.stdout.readline().strip() == "ready"
-        time.sleep(0.5)
-        proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+    proc = _interrupt_when_ready(code)
+    out, err = proc.stdout, proc.stderr
     assert proc.returncode == 0, err
     assert "interrupted" in out, out + err
     assert "after 6.0" in out, out + err
@@ -87,30 +92,16 @@ def test_ctrl_c_during_a_long_run_raises_keyboard_interrupt_promptly() -> None:
 
 def test_ctrl_c_in_caller_thread_mode_raises_keyboard_interrupt() -> None:
     code = """
-    x, y = slow_graph()
+    x, y = slow_graph(n=100, sleep=0.05, announce=True)  # 5 s of work in the caller
     sess = ow.Session(config=ow.ConfigProto(inter_op_parallelism_threads=-1))
-    print("ready", flush=True)
     try:
         sess.run(y, feed_dict={x: np.ones(3, np.float32)})
         print("completed")
     except KeyboardInterrupt:
         print("interrupted")
     """
-    proc = subprocess.Popen(
-        [sys.executable, "-c", _PRELUDE + textwrap.dedent(code)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert proc.stdout is not None
-        assert proc.stdout.readline().strip() == "ready"
-        time.sleep(0.5)
-        proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+    proc = _interrupt_when_ready(code)
+    out, err = proc.stdout, proc.stderr
     assert proc.returncode == 0, err
     assert "interrupted" in out, out + err
 
@@ -236,3 +227,57 @@ def test_garbage_collecting_a_session_in_a_reference_cycle_mid_run() -> None:
     proc = _run(code)
     _assert_clean(proc)
     assert "result 100.0" in proc.stdout
+
+
+def test_interpreter_exit_with_kernels_in_flight_in_daemon_threads() -> None:
+    # A kernel call releases the GIL; a daemon thread taking it back after finalization started
+    # would be killed inside C++ and abort the process. Exit waits for the call instead.
+    code = """
+    from opweave import kernels
+    a = np.random.default_rng(0).standard_normal((300, 300))
+
+    def loop():
+        while True:
+            kernels.matmul(a, a)
+            kernels.reduce_sum(a, axis=0)
+
+    for _ in range(3):
+        threading.Thread(target=loop, daemon=True).start()
+    time.sleep(0.5)
+    print("exiting", flush=True)
+    """
+    proc = _run(code)
+    _assert_clean(proc)
+    assert "exiting" in proc.stdout
+
+
+def test_a_child_forked_mid_run_does_not_wait_for_the_parents_runs_at_exit() -> None:
+    # The parent's run lives on in the child's counters only: the child's exit must not wait for
+    # it (it would wait out the whole exit timeout, then warn).
+    code = """
+    from opweave import _opweave_core
+    entered, release = threading.Event(), threading.Event()
+
+    def block(v):
+        entered.set()
+        release.wait(30)
+        return v
+
+    x = ow.placeholder(ow.float32, shape=(3,), name="x")
+    y = ow.py_function(block, [x], ow.float32)
+    sess = ow.Session(config=ow.ConfigProto(inter_op_parallelism_threads=2))
+    t = threading.Thread(target=lambda: sess.run(y, feed_dict={x: np.ones(3, np.float32)}))
+    t.start()
+    assert entered.wait(30)
+    pid = os.fork()
+    if pid == 0:
+        idle = _opweave_core.close_runs_for_exit(0.0)
+        os._exit(0 if idle else 7)
+    code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+    release.set()
+    t.join()
+    print("child", code)
+    """
+    proc = _run(code)
+    _assert_clean(proc)
+    assert "child 0" in proc.stdout, proc.stdout + proc.stderr

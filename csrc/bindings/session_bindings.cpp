@@ -43,8 +43,6 @@ struct SavedPyError {
 py::tuple run(Executor& executor, const std::vector<std::tuple<int, int, py::array>>& feeds,
               const std::vector<std::pair<int, int>>& fetches, const std::vector<int>& targets,
               std::optional<InterPool> inter_pool, std::int64_t timeout_ms, bool trace) {
-  // Counted until this function returns with the GIL held again (see interpreter_exit.h).
-  RunInFlight in_flight;
   RunRequest req;
   for (const auto& [node, index, array] : feeds) {
     req.feeds.push_back({TensorId{node, index}, tensor_from_numpy(array)});
@@ -83,7 +81,8 @@ py::tuple run(Executor& executor, const std::vector<std::tuple<int, int, py::arr
   {
     // Safe to release: until the run returns no Python object is touched except under an
     // explicit gil_scoped_acquire (py_function bodies, the signal poll, decref of feed arrays).
-    py::gil_scoped_release release;
+    // Counted, so interpreter exit cancels this run and waits for it (interpreter_exit.h).
+    CountedGilRelease release;
     try {
       out = executor.run(req);
     } catch (const RunFailure& e) {
@@ -143,7 +142,9 @@ void register_session(py::module_& m) {
       }))
       .def("run", &run, py::arg("feeds"), py::arg("fetches"), py::arg("targets"),
            py::arg("inter_pool"), py::arg("timeout_ms"), py::arg("trace"))
-      .def("num_compiled", &Executor::num_compiled);
+      .def("num_compiled", &Executor::num_compiled)
+      // No GIL release needed: close() only sets a flag the runs poll.
+      .def("close", &Executor::close);
 
   m.def(
       "configure_global_pools_if_unset",

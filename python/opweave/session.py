@@ -137,6 +137,28 @@ class _Fetches:
 
 _session_stack = threading.local()
 
+
+def _feed_array(value: Any, target: np.dtype[Any]) -> np.ndarray:
+    """``value`` as an array of ``target``; raises rather than truncate, wrap or parse.
+
+    Only conversions NumPy calls "same kind" are implicit (float64 -> float32, int -> float,
+    bool -> number), as in TensorFlow; float -> int or str -> float would silently truncate or
+    parse, so they are a TypeError like any other wrong dtype. Narrowing integers is allowed when
+    every value fits (a Python int list becomes int64 first).
+    """
+    arr = np.asarray(value)
+    if arr.dtype == target or arr.size == 0:
+        return arr.astype(target, copy=False)
+    if not np.can_cast(arr.dtype, target, "same_kind"):
+        raise TypeError(f"a {arr.dtype} value does not convert implicitly")
+    if target.kind in "iu" and not np.can_cast(arr.dtype, target, "safe"):
+        info = np.iinfo(target)
+        lo, hi = arr.min(), arr.max()
+        if lo < info.min or hi > info.max:
+            raise TypeError(f"values in [{lo}, {hi}] do not fit in {target}")
+    return arr.astype(target, copy=False)
+
+
 # issue 6: at interpreter exit (after non-daemon threads were joined, before finalization starts),
 # cancel the runs still in flight in daemon threads and wait for them to return to Python; a
 # thread that met the finalizing interpreter inside a run would abort the process. Bounded: a
@@ -329,15 +351,8 @@ class Session:
                 ) from None
             if not isinstance(t, Tensor):
                 raise TypeError(f"Cannot interpret feed_dict key {key!r} as a Tensor.")
-            target = np.dtype(t.dtype.as_numpy_dtype)
             try:
-                arr = np.asarray(value)
-                # issue 6: only conversions NumPy calls "same kind" are implicit (float64 ->
-                # float32, int -> float); float -> int or str -> float would silently truncate
-                # or parse, so they are a TypeError like any other wrong dtype.
-                if arr.size and arr.dtype != target and not np.can_cast(arr.dtype, target, "same_kind"):
-                    raise TypeError(f"a {arr.dtype} value does not convert implicitly")
-                arr = arr.astype(target, copy=False)
+                arr = _feed_array(value, np.dtype(t.dtype.as_numpy_dtype))
             except (TypeError, ValueError, OverflowError) as e:
                 raise TypeError(
                     f"Cannot feed value for Tensor {t.name!r} of dtype {t.dtype.name}: {e}"
@@ -517,8 +532,13 @@ class Session:
         return call
 
     def close(self) -> None:
-        """Release the session's own pools; later runs raise RuntimeError. Idempotent."""
+        """Cancel the runs in flight, release the session's own pools. Idempotent.
+
+        Runs in flight in other threads raise ``CancelledError`` once their running ops return
+        (as in TensorFlow); later runs raise RuntimeError.
+        """
         self._closed = True
+        self._executor.close()
         self._pools = []
 
     def __enter__(self) -> Session:
