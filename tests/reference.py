@@ -11,10 +11,10 @@ from __future__ import annotations
 import dataclasses
 import random
 import time
+from collections.abc import Collection, Mapping
 from typing import Any
 
 import numpy as np
-
 import opweave as ow
 
 
@@ -55,8 +55,9 @@ def random_spec(
     cheap_unary = ["neg", "tanh", "sigmoid", "relu", "identity", "rowmean"]
     for _ in range(count):
         i = len(nodes)
+
         # Mostly recent inputs (deep chains), sometimes any earlier node (wide fan-in/out).
-        def pick() -> int:
+        def pick(i: int = i) -> int:
             return rng.randrange(i) if rng.random() < 0.3 else rng.randrange(max(0, i - 8), i)
 
         r = rng.random()
@@ -93,8 +94,9 @@ def _sigmoid(v: np.ndarray) -> np.ndarray:
     return 1.0 / (1.0 + np.exp(-v))
 
 
-def needed(spec: Spec) -> set[int]:
-    """The nodes a run of ``spec.fetches`` executes (everything upstream of a fetch)."""
+def needed(spec: Spec, fed: Collection[int] = ()) -> set[int]:
+    """The nodes a run of ``spec.fetches`` executes: everything upstream of a fetch, but nothing
+    upstream of a fed node (a fed node itself does not run either)."""
     seen: set[int] = set()
     stack = list(spec.fetches)
     while stack:
@@ -102,37 +104,60 @@ def needed(spec: Spec) -> set[int]:
         if i in seen:
             continue
         seen.add(i)
-        stack.extend(spec.nodes[i].inputs)
+        if i not in fed:
+            stack.extend(spec.nodes[i].inputs)
     return seen
 
 
-def evaluate(spec: Spec, feeds: tuple[np.ndarray, np.ndarray]) -> list[np.ndarray]:
-    """NumPy values of the fetches; raises InjectedFailure when a ``fail`` node is needed."""
-    todo = needed(spec)
-    values: dict[int, np.ndarray] = {0: feeds[0], 1: feeds[1]}
+def _apply(op: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    if op == "neg":
+        return -a
+    if op == "tanh":
+        return np.tanh(a)
+    if op == "sigmoid":
+        return _sigmoid(a)
+    if op == "relu":
+        return np.maximum(a, 0.0)
+    if op in ("identity", "sleep"):
+        return a
+    if op == "rowmean":
+        return (a + np.mean(a, axis=1, keepdims=True)) * 0.5
+    if op == "py":
+        return _py_scale(a)
+    if op == "add":
+        return (a + b) * 0.5
+    if op == "sub":
+        return (a - b) * 0.5
+    if op == "mul":
+        return a * b
+    if op == "max":
+        return np.maximum(a, b)
+    if op == "matmul":
+        return np.tanh(a @ b)
+    raise AssertionError(op)
+
+
+def evaluate(
+    spec: Spec,
+    feeds: tuple[np.ndarray, np.ndarray],
+    overrides: Mapping[int, np.ndarray] | None = None,
+) -> list[np.ndarray]:
+    """NumPy values of the fetches; raises InjectedFailure when a ``fail`` node is needed.
+
+    ``overrides`` maps node index -> value fed for that node's output (any node may be fed).
+    """
+    overrides = dict(overrides or {})
+    todo = needed(spec, overrides)
+    values: dict[int, np.ndarray] = {0: feeds[0], 1: feeds[1], **overrides}
     for i in sorted(todo):
         node = spec.nodes[i]
-        if node.op == "input":
+        if node.op == "input" or i in overrides:
             continue
         a = values[node.inputs[0]]
         b = values[node.inputs[1]] if len(node.inputs) > 1 else a
         if node.op == "fail":
             raise InjectedFailure("injected failure")
-        values[i] = {
-            "neg": lambda: -a,
-            "tanh": lambda: np.tanh(a),
-            "sigmoid": lambda: _sigmoid(a),
-            "relu": lambda: np.maximum(a, 0.0),
-            "identity": lambda: a,
-            "rowmean": lambda: (a + np.mean(a, axis=1, keepdims=True)) * 0.5,
-            "py": lambda: _py_scale(a),
-            "sleep": lambda: a,
-            "add": lambda: (a + b) * 0.5,
-            "sub": lambda: (a - b) * 0.5,
-            "mul": lambda: a * b,
-            "max": lambda: np.maximum(a, b),
-            "matmul": lambda: np.tanh(a @ b),
-        }[node.op]()
+        values[i] = _apply(node.op, a, b)
     return [values[i] for i in spec.fetches]
 
 
@@ -141,6 +166,7 @@ class Built:
     graph: ow.Graph
     inputs: tuple[ow.Tensor, ow.Tensor]
     fetches: list[ow.Tensor]
+    tensors: list[ow.Tensor]  # node index -> its output
 
 
 def build(spec: Spec) -> Built:
@@ -183,7 +209,7 @@ def build(spec: Spec) -> Built:
             else:  # pragma: no cover
                 raise AssertionError(op)
             t.append(out)
-    return Built(g, (t[0], t[1]), [t[i] for i in spec.fetches])
+    return Built(g, (t[0], t[1]), [t[i] for i in spec.fetches], t)
 
 
 def random_feeds(spec: Spec, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
@@ -193,10 +219,16 @@ def random_feeds(spec: Spec, rng: np.random.Generator) -> tuple[np.ndarray, np.n
     )
 
 
-def check(spec: Spec, got: Any, feeds: tuple[np.ndarray, np.ndarray]) -> None:
+def check(
+    spec: Spec,
+    got: Any,
+    feeds: tuple[np.ndarray, np.ndarray],
+    overrides: Mapping[int, np.ndarray] | None = None,
+) -> None:
     """Assert that ``got`` (a list of fetched arrays) matches the reference."""
-    want = evaluate(spec, feeds)
+    want = evaluate(spec, feeds, overrides)
     assert len(got) == len(want)
     for g_, w_ in zip(got, want, strict=True):
-        assert g_.shape == w_.shape and g_.dtype == w_.dtype
+        assert g_.shape == w_.shape
+        assert g_.dtype == w_.dtype
         np.testing.assert_allclose(g_, w_, rtol=1e-9, atol=1e-12)
