@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -102,12 +103,27 @@ def test_py_function_raising_reaches_the_caller_as_itself(graph: ow.Graph) -> No
         _session_still_works(sess, x, y)
 
 
-def test_py_function_returning_an_unconvertible_value_is_an_error(graph: ow.Graph) -> None:
+def test_py_function_returning_an_unconvertible_value_is_type_error(graph: ow.Graph) -> None:
     x, y = _xy()
     z = ow.py_function(lambda v: "not a number", [x], ow.float32, name="bad_dtype")
     with ow.Session() as sess:
-        with pytest.raises(ValueError, match="could not convert"):
+        with pytest.raises(TypeError, match="returned a value for output 0 that is not float32"):
             sess.run(z, feed_dict={x: np.ones(3, np.float32)})
+        _session_still_works(sess, x, y)
+
+
+def test_py_function_returning_floats_for_an_int_output_is_type_error(graph: ow.Graph) -> None:
+    x, y = _xy()
+    z = ow.py_function(lambda v: v * 1.5, [x], ow.int32, name="truncating")
+    w = ow.py_function(lambda v: v.astype(np.float64), [x], ow.float32, name="narrowing")
+    with ow.Session() as sess:
+        with pytest.raises(TypeError, match="not int32: a float32 value") as info:
+            sess.run(z, feed_dict={x: np.ones(3, np.float32)})
+        if sys.version_info >= (3, 11):  # exception notes name the node
+            assert "raised inside node 'truncating'" in "".join(info.value.__notes__)
+        # float64 -> float32 is the same kind: converted, as for feeds.
+        got = sess.run(w, feed_dict={x: np.ones(3, np.float32)})
+        assert got.dtype == np.float32
         _session_still_works(sess, x, y)
 
 

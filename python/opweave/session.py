@@ -36,6 +36,7 @@ from .config import (
     RunOptions,
     StepStats,
 )
+from .dtypes import implicit_array
 from .framework import Graph, Operation, Shape, Tensor, get_default_graph
 
 __all__ = ["Session", "get_default_session"]
@@ -136,27 +137,6 @@ class _Fetches:
 
 
 _session_stack = threading.local()
-
-
-def _feed_array(value: Any, target: np.dtype[Any]) -> np.ndarray:
-    """``value`` as an array of ``target``; raises rather than truncate, wrap or parse.
-
-    Only conversions NumPy calls "same kind" are implicit (float64 -> float32, int -> float,
-    bool -> number), as in TensorFlow; float -> int or str -> float would silently truncate or
-    parse, so they are a TypeError like any other wrong dtype. Narrowing integers is allowed when
-    every value fits (a Python int list becomes int64 first).
-    """
-    arr = np.asarray(value)
-    if arr.dtype == target or arr.size == 0:
-        return arr.astype(target, copy=False)
-    if not np.can_cast(arr.dtype, target, "same_kind"):
-        raise TypeError(f"a {arr.dtype} value does not convert implicitly")
-    if target.kind in "iu" and not np.can_cast(arr.dtype, target, "safe"):
-        info = np.iinfo(target)
-        lo, hi = arr.min(), arr.max()
-        if lo < info.min or hi > info.max:
-            raise TypeError(f"values in [{lo}, {hi}] do not fit in {target}")
-    return arr.astype(target, copy=False)
 
 
 # issue 6: at interpreter exit (after non-daemon threads were joined, before finalization starts),
@@ -352,7 +332,7 @@ class Session:
             if not isinstance(t, Tensor):
                 raise TypeError(f"Cannot interpret feed_dict key {key!r} as a Tensor.")
             try:
-                arr = _feed_array(value, np.dtype(t.dtype.as_numpy_dtype))
+                arr = implicit_array(value, t.dtype)
             except (TypeError, ValueError, OverflowError) as e:
                 raise TypeError(
                     f"Cannot feed value for Tensor {t.name!r} of dtype {t.dtype.name}: {e}"
