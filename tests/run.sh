@@ -47,11 +47,18 @@ if [ "$mode" = asan-python ]; then
   cp -r python/opweave "$build_dir/pkg/opweave"
   cp "$build_dir"/_opweave_core*.so "$build_dir/pkg/opweave/"
   export PYTHONPATH="$PWD/$build_dir/pkg${PYTHONPATH:+:$PYTHONPATH}"
-  export LD_PRELOAD="$(c++ -print-file-name=libasan.so)"
+  # libstdc++ too: python itself does not link it, and ASan resolves the real __cxa_throw for its
+  # interceptor at start-up ("CHECK failed ... real___cxa_throw" on the first C++ throw without).
+  export LD_PRELOAD="$(c++ -print-file-name=libasan.so) $(c++ -print-file-name=libstdc++.so)"
   # detect_leaks=0: CPython does not free everything at exit, so leak reports would be noise.
   # allocator_may_return_null=1: an allocation too large for memory must reach opweave as
   # bad_alloc (ResourceExhaustedError), as without ASan, instead of aborting the process.
-  export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=0 allocator_may_return_null=1}"
+  # log_path: pytest captures stderr, so a report from a process that dies would be lost; the
+  # reports go to files, printed (and failing the run) below.
+  report="$PWD/$build_dir/sanitizer-report"
+  rm -f "$report".*
+  export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=0 allocator_may_return_null=1 log_path=$report}"
+  export UBSAN_OPTIONS="print_stacktrace=1 halt_on_error=1 log_path=$report"
   python -c "import opweave, sys; assert '$build_dir' in opweave.__file__, opweave.__file__"
   if [ ${#pytest_args[@]} -eq 0 ]; then
     # The graph runtime, kernels, bad input, shutdown and property tests; the threading-knob,
@@ -60,8 +67,16 @@ if [ "$mode" = asan-python ]; then
       tests/test_kernels.py tests/test_bad_input.py tests/test_shutdown.py
       tests/test_properties.py tests/test_pool.py)
   fi
-  python -m pytest -p no:cacheprovider "${pytest_args[@]}"
-  exit 0
+  status=0
+  python -m pytest -p no:cacheprovider "${pytest_args[@]}" || status=$?
+  if compgen -G "$report.*" >/dev/null; then
+    echo "sanitizer output:" >&2
+    cat "$report".* >&2
+    # Errors fail the run; warnings do not (the unallocatable-shape test makes ASan warn that it
+    # "failed to allocate", which is the point of that test).
+    if grep -q -E "ERROR: |runtime error:" "$report".*; then status=1; fi
+  fi
+  exit "$status"
 fi
 
 sanitize=""
