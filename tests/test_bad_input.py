@@ -57,6 +57,14 @@ def test_feeding_a_non_array_is_a_clear_error(graph: ow.Graph, value: object) ->
         _session_still_works(sess, x, y)
 
 
+def test_feeding_a_tensor_as_a_value_is_type_error(graph: ow.Graph) -> None:
+    x, y = _xy()
+    with ow.Session() as sess:
+        with pytest.raises(TypeError, match=r"value of a feed cannot be an opweave\.Tensor"):
+            sess.run(y, feed_dict={x: y})
+        _session_still_works(sess, x, y)
+
+
 def test_fetching_a_tensor_of_another_graph_is_value_error(graph: ow.Graph) -> None:
     x, y = _xy()
     other = ow.Graph()

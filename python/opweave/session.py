@@ -12,7 +12,6 @@ array([2., 4.], dtype=float32)
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import functools
 import os
@@ -137,13 +136,6 @@ class _Fetches:
 
 
 _session_stack = threading.local()
-
-
-# issue 6: at interpreter exit (after non-daemon threads were joined, before finalization starts),
-# cancel the runs still in flight in daemon threads and wait for them to return to Python; a
-# thread that met the finalizing interpreter inside a run would abort the process. Bounded: a
-# py_function that never returns cannot be cancelled.
-atexit.register(_core.close_runs_for_exit, 10.0)
 
 
 def get_default_session() -> Session | None:
@@ -331,6 +323,12 @@ class Session:
                 ) from None
             if not isinstance(t, Tensor):
                 raise TypeError(f"Cannot interpret feed_dict key {key!r} as a Tensor.")
+            if isinstance(value, (Tensor, Operation)):
+                raise TypeError(
+                    f"The value of a feed cannot be an opweave.{type(value).__name__} (feeding "
+                    f"{value.name!r} to {t.name!r}): feed a NumPy array, list or scalar, or run "
+                    "the tensor first."
+                )
             try:
                 arr = implicit_array(value, t.dtype)
             except (TypeError, ValueError, OverflowError) as e:
