@@ -340,3 +340,20 @@ def test_feeding_floats_to_an_int_placeholder_is_type_error_not_truncation(
         # float64 -> float32 stays implicit (same kind), as in TensorFlow.
         _session_still_works(sess, x, y)
         np.testing.assert_array_equal(sess.run(y, feed_dict={x: np.ones(3)}), 2.0)
+
+
+def test_big_endian_arrays_are_converted_everywhere(graph: ow.Graph) -> None:
+    # A byte-swapped array is the same type with another layout: constants took it for an
+    # unsupported dtype; feeds, py_function results and kernels must read the values, not bytes.
+    v32 = np.array([1.5, -2.5, 3.0], ">f4")
+    v64 = np.array([1.5, -2.5, 3.0], ">f8")
+    assert ow.as_dtype(v32.dtype) is ow.float32
+    c = ow.constant(v32, name="c")
+    x = ow.placeholder(ow.float64, shape=(3,), name="x")
+    p = ow.py_function(lambda a: v64 * 2, [x], ow.float64, name="p")
+    with ow.Session() as sess:
+        got_c, got_x, got_p = sess.run([c, x + 0.0, p], feed_dict={x: v64})
+    np.testing.assert_array_equal(got_c, v32.astype(np.float32))
+    np.testing.assert_array_equal(got_x, v64.astype(np.float64))
+    np.testing.assert_array_equal(got_p, v64.astype(np.float64) * 2)
+    np.testing.assert_array_equal(ow.kernels.add(v32, v32), v32.astype(np.float32) * 2)

@@ -79,7 +79,8 @@ def as_dtype(value: Any) -> DType:
     if value is int:
         return int32
     try:
-        np_dtype = np.dtype(value)
+        # Byte order is not part of the type: a big-endian float32 is converted on the way in.
+        np_dtype = np.dtype(value).newbyteorder("=")
     except TypeError:
         np_dtype = None
     for dt in _ALL:
