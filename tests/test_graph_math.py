@@ -121,3 +121,15 @@ def test_repeated_runs_reuse_one_compiled_signature() -> None:
         assert sess._executor.num_compiled() == 1
         sess.run([y, x], feed_dict={x: [1.0, 1.0]})
         assert sess._executor.num_compiled() == 2
+
+
+def test_a_reversed_feed_is_reduced_in_index_order() -> None:
+    # Feeds are used without copying, so a negative-stride view reaches the kernel as is.
+    a = np.arange(12.0).reshape(4, 3)
+    with ow.Graph().as_default():
+        x = ow.placeholder(ow.float64, shape=(4, 3))
+        fetches = [ow.reduce_sum(x, axis=1), ow.reduce_max(x, axis=0), ow.reduce_mean(x, axis=1)]
+        got = run(fetches, {x: a[::-1, ::-1]})
+    v = a[::-1, ::-1]
+    for g, w in zip(got, [v.sum(axis=1), v.max(axis=0), v.mean(axis=1)], strict=True):
+        np.testing.assert_array_equal(g, w)

@@ -239,6 +239,17 @@ def test_bool_max_is_any_and_min_is_all() -> None:
         kernels.reduce_sum(x)
 
 
+@pytest.mark.parametrize("op", ["sum", "mean", "max", "min"])
+def test_reductions_of_reversed_dense_views_keep_the_index_order(op: str) -> None:
+    # A reversed (negative-stride) but dense view is reduced in place; the kept axis must come
+    # back in the view's order, not memory order (it came back reversed).
+    a = np.arange(24.0).reshape(2, 3, 4)
+    ours, ref = getattr(kernels, f"reduce_{op}"), getattr(np, op)
+    for view in (a[::-1], a[:, ::-1], a[:, :, ::-1], a[::-1, :, ::-1].transpose(2, 0, 1)):
+        for axis in (0, 1, 2, (0, 2)):
+            np.testing.assert_array_equal(ours(view, axis=axis), ref(view, axis=axis))
+
+
 def test_empty_reductions() -> None:
     e = np.zeros((0, 4), np.float32)
     np.testing.assert_array_equal(kernels.reduce_sum(e, axis=0), np.zeros(4, np.float32))

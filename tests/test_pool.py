@@ -155,7 +155,10 @@ def test_set_num_threads_from_another_thread_while_loops_run_keeps_results_exact
 def test_counters_show_the_pool_at_work_and_reset_to_zero() -> None:
     _pool.set_num_threads(3)
     _pool.reset_pool_stats("intra")
-    assert _pool.pool_stats("intra") == _pool.PoolStats(0, 0, 0, 0, 0)
+    # Work counters stay zero until work comes; parks/wakeups may still move (the new workers
+    # settle into sleep after the resize; CI saw parks == 1 here).
+    after_reset = _pool.pool_stats("intra")
+    assert (after_reset.tasks_run, after_reset.steals, after_reset.injected) == (0, 0, 0)
     _pool.parallel_sin_sum(np.linspace(0.0, 1.0, 1 << 18), 4)
     stats = _pool.pool_stats("intra")
     assert stats.tasks_run > 0  # the workers ran pieces split off for them

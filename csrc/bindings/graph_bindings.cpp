@@ -5,6 +5,7 @@
 
 #include <stdexcept>
 
+#include "interpreter_exit.h"
 #include "numpy_tensor.h"
 #include "opweave/errors.h"
 #include "opweave/executor/kernel_registry.h"
@@ -48,6 +49,10 @@ AttrValue attr_from_python(const py::handle& v) {
         [fn](const std::vector<Tensor>& inputs) -> std::vector<Tensor> {
           // The callable is Python, so it needs the GIL, and holds it only while it runs: the
           // executor and other ops never wait for the GIL while holding a lock it could need.
+          // At interpreter exit, fail instead of taking the GIL (see interpreter_exit.h).
+          if (interpreter_exiting()) {
+            throw OpError(ErrorCode::kCancelled, "Run was cancelled: the interpreter is exiting");
+          }
           py::gil_scoped_acquire gil;
           try {
             py::tuple args(inputs.size());

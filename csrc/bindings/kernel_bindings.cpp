@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "interpreter_exit.h"
 #include "opweave/kernels/gemm.h"
 #include "opweave/kernels/kernels.h"
 #include "opweave/runtime.h"
@@ -134,7 +135,8 @@ void register_kernels(py::module_& m) {
   // Every kernel call below releases the GIL while C++ runs. Safe because the input and output
   // arrays are held by this call's arguments until it returns, the kernels see only raw memory
   // (Tensors borrowed from those arrays, no owner to drop without the GIL), and no Python object
-  // is created or touched until the GIL is taken back.
+  // is created or touched until the GIL is taken back. The release is counted so that interpreter
+  // exit waits for a kernel running in a daemon thread (interpreter_exit.h).
   m.def(
       "matmul",
       [](const py::array& a, const py::array& b, bool transpose_a, bool transpose_b,
@@ -143,14 +145,14 @@ void register_kernels(py::module_& m) {
         if (out) {
           const Tensor tout = borrow(*out);
           {
-            py::gil_scoped_release release;
+            CountedGilRelease release;
             matmul_into(ta, tb, transpose_a, transpose_b, tout, pool_for(num_threads));
           }
           return *out;
         }
         Tensor result;
         {
-          py::gil_scoped_release release;
+          CountedGilRelease release;
           result = matmul(ta, tb, transpose_a, transpose_b, pool_for(num_threads));
         }
         return to_numpy(result);
@@ -165,7 +167,7 @@ void register_kernels(py::module_& m) {
         const ReduceOp rop = reduce_op(op);
         Tensor result;
         {
-          py::gil_scoped_release release;
+          CountedGilRelease release;
           result = reduce(rop, tx, axes, keepdims, pool_for(num_threads));
         }
         return to_numpy(result);
@@ -179,7 +181,7 @@ void register_kernels(py::module_& m) {
         const BinaryOp bop = binary_op(op);
         Tensor result;
         {
-          py::gil_scoped_release release;
+          CountedGilRelease release;
           result = binary(bop, ta, tb, pool_for(num_threads));
         }
         return to_numpy(result);
@@ -192,7 +194,7 @@ void register_kernels(py::module_& m) {
         const UnaryOp uop = unary_op(op);
         Tensor result;
         {
-          py::gil_scoped_release release;
+          CountedGilRelease release;
           result = unary(uop, tx, pool_for(num_threads));
         }
         return to_numpy(result);
@@ -205,7 +207,7 @@ void register_kernels(py::module_& m) {
         for (const auto& x : xs) ts.push_back(borrow(x));
         Tensor result;
         {
-          py::gil_scoped_release release;
+          CountedGilRelease release;
           result = add_n(ts, pool_for(num_threads));
         }
         return to_numpy(result);
@@ -218,7 +220,7 @@ void register_kernels(py::module_& m) {
         const DType dto = dtype_from_numpy(to);
         Tensor result;
         {
-          py::gil_scoped_release release;
+          CountedGilRelease release;
           result = cast(tx, dto, pool_for(num_threads));
         }
         return to_numpy(result);
@@ -230,7 +232,7 @@ void register_kernels(py::module_& m) {
         const Tensor tx = borrow(x);
         Tensor result;
         {
-          py::gil_scoped_release release;
+          CountedGilRelease release;
           result = transpose(tx, perm, pool_for(num_threads));
         }
         return to_numpy(result);

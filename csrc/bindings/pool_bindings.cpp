@@ -7,6 +7,7 @@
 #include <cmath>
 #include <string>
 
+#include "interpreter_exit.h"
 #include "opweave/cpu_info.h"
 #include "opweave/errors.h"
 #include "opweave/parallel_for.h"
@@ -63,7 +64,7 @@ double parallel_sin_sum(const py::array_t<double, py::array::c_style | py::array
   const auto n = static_cast<std::int64_t>(x.size());
   // The GIL is released only while the loop runs: it reads `data` alone, which stays valid
   // because the caller's argument holds a reference to the array, and touches no Python object.
-  py::gil_scoped_release release;
+  CountedGilRelease release;
   return parallel_reduce(
       global_intra_pool(), 0, n, 4096, 0.0,
       [&](std::int64_t b, std::int64_t e) {
@@ -93,16 +94,16 @@ void register_pool(py::module_& m) {
   // py_function (which needs the GIL) complete instead of deadlocking the join. No Python
   // object is touched meanwhile (the source string was copied to std::string).
   m.def("set_intra_op_parallelism", &set_intra_op_parallelism, py::arg("n"), py::arg("source"),
-        py::call_guard<py::gil_scoped_release>());
+        py::call_guard<CountedGilRelease>());
   m.def("set_inter_op_parallelism", &set_inter_op_parallelism, py::arg("n"), py::arg("source"),
-        py::call_guard<py::gil_scoped_release>());
+        py::call_guard<CountedGilRelease>());
   m.def(
       "configure_parallelism_if_unset",
       [](int intra, int inter, std::string source) {
         ParallelismInEffect eff;
         {
           // Same reason as set_*: creating pools must not wait on the GIL holder (us).
-          py::gil_scoped_release release;
+          CountedGilRelease release;
           eff = configure_parallelism_if_unset(intra, inter, std::move(source));
         }
         py::dict d;

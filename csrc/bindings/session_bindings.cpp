@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "interpreter_exit.h"
 #include "numpy_tensor.h"
 #include "opweave/executor/executor.h"
 #include "opweave/executor/session_pools.h"
@@ -65,6 +66,7 @@ py::tuple run(Executor& executor, const std::vector<std::tuple<int, int, py::arr
   // mode). It takes the GIL only for PyErr_CheckSignals, so Ctrl-C turns into a cancellation.
   req.poll = [&interrupt]() -> bool {
     if (interrupt.set()) return false;
+    if (interpreter_exiting()) return false;  // cancel; do not take the GIL at exit
     py::gil_scoped_acquire gil;
     if (PyErr_CheckSignals() != 0) {
       PyErr_Fetch(&interrupt.type, &interrupt.value, &interrupt.traceback);
@@ -79,7 +81,8 @@ py::tuple run(Executor& executor, const std::vector<std::tuple<int, int, py::arr
   {
     // Safe to release: until the run returns no Python object is touched except under an
     // explicit gil_scoped_acquire (py_function bodies, the signal poll, decref of feed arrays).
-    py::gil_scoped_release release;
+    // Counted, so interpreter exit cancels this run and waits for it (interpreter_exit.h).
+    CountedGilRelease release;
     try {
       out = executor.run(req);
     } catch (const RunFailure& e) {
@@ -139,7 +142,9 @@ void register_session(py::module_& m) {
       }))
       .def("run", &run, py::arg("feeds"), py::arg("fetches"), py::arg("targets"),
            py::arg("inter_pool"), py::arg("timeout_ms"), py::arg("trace"))
-      .def("num_compiled", &Executor::num_compiled);
+      .def("num_compiled", &Executor::num_compiled)
+      // No GIL release needed: close() only sets a flag the runs poll.
+      .def("close", &Executor::close);
 
   m.def(
       "configure_global_pools_if_unset",

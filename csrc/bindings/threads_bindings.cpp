@@ -4,6 +4,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include "interpreter_exit.h"
 #include "opweave/pool_registry.h"
 #include "opweave/runtime.h"
 #include "register.h"
@@ -18,7 +19,7 @@ void register_threads(py::module_& m) {
   // Rebuilding workers joins threads; the GIL is released so that a worker finishing a
   // py_function can take it. No Python object is touched meanwhile (source was copied).
   m.def("set_spin_time_us", &set_spin_time_us, py::arg("us"), py::arg("source"),
-        py::call_guard<py::gil_scoped_release>());
+        py::call_guard<CountedGilRelease>());
   m.def("configure_spin_time_if_unset", &configure_spin_time_if_unset, py::arg("us"),
         py::arg("source"));
   m.def("describe_pools", [] {

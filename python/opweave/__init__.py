@@ -10,6 +10,8 @@ and the inter-op pool (ops running at once) the way TensorFlow and PyTorch users
 
 from __future__ import annotations
 
+import atexit
+
 from ._version import __version__
 
 try:
@@ -144,6 +146,14 @@ __all__ = [
     "threads",
     "transpose",
 ]
+
+# At interpreter exit (after non-daemon threads were joined, before finalization starts): refuse
+# new calls into the core, cancel the runs still in flight in daemon threads and wait for every
+# GIL-released call (runs, kernels) to have the GIL back; a thread that met the finalizing
+# interpreter inside C++ would abort the process (csrc/bindings/interpreter_exit.h). Bounded: a
+# py_function that never returns cannot be cancelled.
+atexit.register(_core.close_runs_for_exit, 10.0)
+del atexit
 
 # threadpoolctl (optional) lists and limits opweave's intra-op pool once opweave is imported.
 _register_threadpoolctl()

@@ -79,7 +79,8 @@ def as_dtype(value: Any) -> DType:
     if value is int:
         return int32
     try:
-        np_dtype = np.dtype(value)
+        # Byte order is not part of the type: a big-endian float32 is converted on the way in.
+        np_dtype = np.dtype(value).newbyteorder("=")
     except TypeError:
         np_dtype = None
     for dt in _ALL:
@@ -88,3 +89,26 @@ def as_dtype(value: Any) -> DType:
     raise TypeError(
         f"unsupported dtype {value!r}; opweave supports float32, float64, int32, int64, bool"
     )
+
+
+def implicit_array(value: Any, dtype: DType) -> np.ndarray[Any, Any]:
+    """``value`` as an array of ``dtype`` (feeds, py_function results); raises TypeError rather
+    than truncate, wrap or parse.
+
+    Only conversions NumPy calls "same kind" are implicit (float64 -> float32, int -> float,
+    bool -> number), as in TensorFlow; float -> int or str -> float would silently truncate or
+    parse, so they are a TypeError like any other wrong dtype. Narrowing integers is allowed when
+    every value fits (a Python int list becomes int64 first).
+    """
+    target = np.dtype(dtype.as_numpy_dtype)
+    arr = np.asarray(value)
+    if arr.dtype == target or arr.size == 0:
+        return arr.astype(target, copy=False)
+    if not np.can_cast(arr.dtype, target, "same_kind"):
+        raise TypeError(f"a {arr.dtype} value does not convert implicitly")
+    if target.kind in "iu" and not np.can_cast(arr.dtype, target, "safe"):
+        info = np.iinfo(target)
+        lo, hi = arr.min(), arr.max()
+        if lo < info.min or hi > info.max:
+            raise TypeError(f"values in [{lo}, {hi}] do not fit in {target}")
+    return arr.astype(target, copy=False)

@@ -20,7 +20,7 @@ from typing import Any, overload
 
 import numpy as np
 
-from .dtypes import DType, as_dtype, bool_, float32, int32
+from .dtypes import DType, as_dtype, bool_, float32, implicit_array, int32
 from .framework import Operation, Shape, Tensor, format_shape, get_default_graph
 
 __all__ = [
@@ -591,7 +591,16 @@ def py_function(
                 f"py_function {getattr(func, '__name__', func)!r} returned {len(values)} values; "
                 f"Tout has {len(touts)}"
             )
-        return [np.asarray(v, dtype=d.as_numpy_dtype) for v, d in zip(values, touts, strict=True)]
+        arrays_out = []
+        for i, (v, d) in enumerate(zip(values, touts, strict=True)):
+            try:
+                arrays_out.append(implicit_array(v, d))
+            except (TypeError, ValueError, OverflowError) as e:
+                raise TypeError(
+                    f"py_function {getattr(func, '__name__', func)!r} returned a value for "
+                    f"output {i} that is not {d.name}: {e}"
+                ) from None
+        return arrays_out
 
     op = get_default_graph()._create_op(
         "PyFunc",

@@ -35,6 +35,7 @@ from .config import (
     RunOptions,
     StepStats,
 )
+from .dtypes import implicit_array
 from .framework import Graph, Operation, Shape, Tensor, get_default_graph
 
 __all__ = ["Session", "get_default_session"]
@@ -322,9 +323,15 @@ class Session:
                 ) from None
             if not isinstance(t, Tensor):
                 raise TypeError(f"Cannot interpret feed_dict key {key!r} as a Tensor.")
+            if isinstance(value, (Tensor, Operation)):
+                raise TypeError(
+                    f"The value of a feed cannot be an opweave.{type(value).__name__} (feeding "
+                    f"{value.name!r} to {t.name!r}): feed a NumPy array, list or scalar, or run "
+                    "the tensor first."
+                )
             try:
-                arr = np.asarray(value, dtype=t.dtype.as_numpy_dtype)
-            except (TypeError, ValueError) as e:
+                arr = implicit_array(value, t.dtype)
+            except (TypeError, ValueError, OverflowError) as e:
                 raise TypeError(
                     f"Cannot feed value for Tensor {t.name!r} of dtype {t.dtype.name}: {e}"
                 ) from None
@@ -503,8 +510,13 @@ class Session:
         return call
 
     def close(self) -> None:
-        """Release the session's own pools; later runs raise RuntimeError. Idempotent."""
+        """Cancel the runs in flight, release the session's own pools. Idempotent.
+
+        Runs in flight in other threads raise ``CancelledError`` once their running ops return
+        (as in TensorFlow); later runs raise RuntimeError.
+        """
         self._closed = True
+        self._executor.close()
         self._pools = []
 
     def __enter__(self) -> Session:

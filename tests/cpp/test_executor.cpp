@@ -214,6 +214,47 @@ OPWEAVE_TEST(poll_returning_false_cancels_the_run) {
   OPWEAVE_CHECK(cancelled);
 }
 
+OPWEAVE_TEST(close_cancels_the_runs_in_flight_and_every_later_run) {
+  auto g = std::make_shared<Graph>();
+  register_test_kernels();
+  int prev = add(*g, "s0", "TSleep", {}, {{"ms", AttrValue{std::int64_t{10}}}});
+  for (int i = 1; i < 100; ++i) {
+    prev = add(*g, "s" + std::to_string(i), "TSleep", {{prev, 0}},
+               {{"ms", AttrValue{std::int64_t{10}}}});
+  }
+  ThreadPool pool(PoolOptions{1, "test-inter", 0, Affinity::kNone});
+  for (ThreadPool* inter : {&pool, static_cast<ThreadPool*>(nullptr)}) {
+    Executor ex(g);
+    RunRequest req;
+    req.inter_pool = inter;
+    req.poll_interval = std::chrono::milliseconds(5);
+    req.fetches = {{prev, 0}};
+    g_sleeps = 0;
+    std::thread closer([&] {
+      while (g_sleeps.load() == 0) std::this_thread::yield();
+      ex.close();
+    });
+    std::string message;
+    try {
+      ex.run(req);
+    } catch (const RunFailure& e) {
+      if (e.code() == ErrorCode::kCancelled) message = e.what();
+    }
+    closer.join();
+    OPWEAVE_CHECK(message.find("session was closed") != std::string::npos);
+    OPWEAVE_CHECK(g_sleeps.load() < 100);
+    const int ran = g_sleeps.load();
+    bool refused = false;
+    try {
+      ex.run(req);
+    } catch (const RunFailure& e) {
+      refused = e.code() == ErrorCode::kCancelled;
+    }
+    OPWEAVE_CHECK(refused);
+    OPWEAVE_CHECK_EQ(g_sleeps.load(), ran);
+  }
+}
+
 OPWEAVE_TEST(many_threads_run_one_executor_concurrently) {
   Fixture f;
   Executor ex(f.g);

@@ -1,5 +1,6 @@
 // Kernel specifications: results agree with naive references, and are bit-identical for pools of
 // 1, 2, 3 and 8 threads.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -252,6 +253,29 @@ OPWEAVE_TEST(reduce_sum_over_each_axis_matches_reference) {
   }
   Tensor all = reduce(ReduceOp::kSum, x, std::nullopt, true, nullptr);
   OPWEAVE_CHECK(all.shape() == (Shape{1, 1, 1}));
+}
+
+OPWEAVE_TEST(reduce_of_a_reversed_dense_view_keeps_the_logical_order_of_kept_axes) {
+  // x[::-1, :] and x[:, ::-1] of a contiguous (4, 3): dense, so read in place; the kept axis
+  // runs backwards in memory and the result must still follow the view's index order.
+  Tensor base = random_tensor<double>({4, 3}, 23);
+  const double* p = base.data<double>();
+  Tensor rows_reversed =
+      Tensor::wrap(DType::kFloat64, {4, 3}, {-3, 1}, base.data<double>() + 9, base.owner());
+  Tensor cols_reversed =
+      Tensor::wrap(DType::kFloat64, {4, 3}, {3, -1}, base.data<double>() + 2, base.owner());
+  Tensor s1 = reduce(ReduceOp::kSum, rows_reversed, std::vector<int>{1}, false, nullptr);
+  for (int i = 0; i < 4; ++i) {
+    const double want = p[(3 - i) * 3] + p[(3 - i) * 3 + 1] + p[(3 - i) * 3 + 2];
+    OPWEAVE_CHECK(std::fabs(s1.data<double>()[i] - want) < 1e-12);
+  }
+  Tensor s0 = reduce(ReduceOp::kMax, cols_reversed, std::vector<int>{0}, true, nullptr);
+  OPWEAVE_CHECK(s0.shape() == (Shape{1, 3}));
+  for (int j = 0; j < 3; ++j) {
+    double want = p[2 - j];
+    for (int i = 1; i < 4; ++i) want = std::max(want, p[i * 3 + 2 - j]);
+    OPWEAVE_CHECK_EQ(s0.data<double>()[j], want);
+  }
 }
 
 OPWEAVE_TEST(reduce_max_propagates_nan_and_min_of_bool_is_all) {

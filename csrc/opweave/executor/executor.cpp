@@ -14,6 +14,8 @@ thread_local int t_node_depth = 0;
 
 using Clock = std::chrono::steady_clock;
 
+constexpr const char* kClosedMessage = "Run was cancelled: the session was closed";
+
 std::string tensor_id_key(const TensorId& t) {
   return std::to_string(t.node) + ":" + std::to_string(t.index) + ",";
 }
@@ -23,10 +25,12 @@ std::string tensor_id_key(const TensorId& t) {
 // The state of one run. It lives on the caller's stack; the caller returns only after
 // `outstanding` reached zero, so every task that captured `this` has finished touching it.
 struct Executor::Run {
-  Run(const CompiledGraph& graph, const RunRequest& request, bool run_inline)
+  Run(const CompiledGraph& graph, const RunRequest& request, bool run_inline,
+      const std::atomic<bool>& executor_closed)
       : g(graph),
         req(request),
         inline_mode(run_inline),
+        closed(executor_closed),
         pending(new std::atomic<int>[static_cast<std::size_t>(graph.num_nodes())]),
         readers(new std::atomic<int>[static_cast<std::size_t>(graph.num_slots())]),
         slots(static_cast<std::size_t>(graph.num_slots())) {
@@ -49,6 +53,7 @@ struct Executor::Run {
   const CompiledGraph& g;
   const RunRequest& req;
   const bool inline_mode;
+  const std::atomic<bool>& closed;  // the executor's close() flag
   std::unique_ptr<std::atomic<int>[]> pending;
   std::unique_ptr<std::atomic<int>[]> readers;  // input edges still to read each slot
   std::vector<Tensor> slots;  // each written once by its producer before any reader is ready
@@ -97,9 +102,19 @@ struct Executor::Run {
   void poll_between_nodes() {
     const Clock::time_point now = Clock::now();
     if (has_deadline && now >= deadline) timed_out();
-    if (req.poll && now >= next_poll) {
+    if (now >= next_poll) {
       next_poll = now + req.poll_interval;
-      if (!req.poll()) fail(ErrorCode::kCancelled, "Run was cancelled", nullptr, nullptr);
+      poll();
+    }
+  }
+
+  // The periodic checks of a run: the executor was closed, or the caller's poll says cancel.
+  void poll() {
+    // Relaxed: close() only needs to be seen eventually; the flag guards no other data.
+    if (closed.load(std::memory_order_relaxed)) {
+      fail(ErrorCode::kCancelled, kClosedMessage, nullptr, nullptr);
+    } else if (req.poll && !req.poll()) {
+      fail(ErrorCode::kCancelled, "Run was cancelled", nullptr, nullptr);
     }
   }
 
@@ -269,8 +284,7 @@ struct Executor::Run {
       cv.wait_until(lock, wake, [this] { return done; });
       if (done) break;
       lock.unlock();  // poll() may take the GIL; fail() takes the mutex
-      if (req.poll && !req.poll())
-        fail(ErrorCode::kCancelled, "Run was cancelled", nullptr, nullptr);
+      poll();
       if (has_deadline && Clock::now() >= deadline) timed_out();
       lock.lock();
     }
@@ -302,6 +316,11 @@ std::shared_ptr<const CompiledGraph> Executor::compiled(const std::vector<Tensor
   return cache_.emplace(key, std::move(compiled)).first->second;
 }
 
+void Executor::close() noexcept {
+  // Relaxed: see Run::poll(); nothing else is published with the flag.
+  closed_.store(true, std::memory_order_relaxed);
+}
+
 std::size_t Executor::num_compiled() const {
   std::lock_guard<std::mutex> lock(cache_mutex_);
   return cache_.size();
@@ -317,8 +336,12 @@ std::vector<Tensor> Executor::run(const RunRequest& request) {
   for (const auto* f : feeds) feed_ids.push_back(f->first);
   std::shared_ptr<const CompiledGraph> g = compiled(feed_ids, request.fetches, request.targets);
 
+  // Relaxed: a run racing with close() may start; its first poll cancels it.
+  if (closed_.load(std::memory_order_relaxed)) {
+    throw RunFailure(ErrorCode::kCancelled, kClosedMessage, "", "", nullptr);
+  }
   const bool run_inline = request.inter_pool == nullptr || in_node();
-  Run run(*g, request, run_inline);
+  Run run(*g, request, run_inline, closed_);
   for (std::size_t i = 0; i < feeds.size(); ++i) run.slots[i] = feeds[i]->second;
   run.run_all();
 

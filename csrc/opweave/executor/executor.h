@@ -13,6 +13,7 @@
 // run() is thread-safe: many threads may run the same Executor at once.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <exception>
@@ -82,6 +83,10 @@ class Executor {
                                                 const std::vector<int>& targets);
   // Number of cached signatures. Thread-safe.
   std::size_t num_compiled() const;
+  // Cancels the runs in flight (each fails with kCancelled within about one poll_interval, once
+  // its running kernels return) and makes every later run fail with kCancelled at once, as
+  // TensorFlow's Session.close does. Idempotent. Thread-safe.
+  void close() noexcept;
 
   // True while the calling thread is executing a node's kernel (of any executor). A run started
   // from such a thread (a py_function calling Session.run) runs in that thread: waiting for pool
@@ -92,6 +97,7 @@ class Executor {
   struct Run;
 
   std::shared_ptr<const Graph> graph_;
+  std::atomic<bool> closed_{false};
   mutable std::mutex cache_mutex_;  // guards cache_: concurrent runs look up and insert
   std::map<std::string, std::shared_ptr<const CompiledGraph>> cache_;
 };

@@ -355,13 +355,22 @@ Tensor reduce(ReduceOp op, const Tensor& x, const std::optional<std::vector<int>
         for (std::int64_t i = 0; i < n; ++i) r[i] = static_cast<T>(r[i] / static_cast<T>(count));
       }
     }
-    // result holds the kept axes in memory order; write them out in the original axis order.
+    // result holds the kept axes in memory order; write them out in the original axis order. A
+    // kept axis with a negative stride in src was walked from its last index to its first, so
+    // its view runs backwards from the far end.
     Shape view_shape, view_strides;
+    std::int64_t view_offset = 0;
     {
       Shape strides_by_axis(static_cast<std::size_t>(nd), 0);
       std::int64_t s = 1;
       for (std::size_t i = kept.size(); i-- > 0;) {
-        strides_by_axis[static_cast<std::size_t>(kept[i])] = s;
+        const auto d = static_cast<std::size_t>(kept[i]);
+        if (src.strides()[d] < 0) {
+          strides_by_axis[d] = -s;
+          view_offset += (x.dim(kept[i]) - 1) * s;
+        } else {
+          strides_by_axis[d] = s;
+        }
         s *= x.dim(kept[i]);
       }
       for (int d = 0; d < nd; ++d) {
@@ -376,7 +385,8 @@ Tensor reduce(ReduceOp op, const Tensor& x, const std::optional<std::vector<int>
         }
       }
     }
-    Tensor view = Tensor::wrap(dtype, view_shape, view_strides, result.raw_data(), result.owner());
+    Tensor view = Tensor::wrap(dtype, view_shape, view_strides, result.data<W>() + view_offset,
+                               result.owner());
     if (view.is_contiguous()) {
       out = view;
     } else {

@@ -1,0 +1,230 @@
+"""Property-based tests (issue 6, point 5): random graphs against the NumPy reference evaluator
+(tests/reference.py), and the kernels on random shapes, strides and axes against NumPy.
+
+Modest example counts and no deadline: they run in the default suite on a loaded machine.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from typing import Any
+
+import numpy as np
+import opweave as ow
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from opweave import kernels
+from reference import BINARY, InjectedFailure, Node, Spec, build, check, evaluate
+
+# OPWEAVE_HYPOTHESIS_EXAMPLES raises the count for a longer bug hunt.
+SETTINGS = settings(
+    max_examples=int(os.environ.get("OPWEAVE_HYPOTHESIS_EXAMPLES", "30")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+
+# "fail" is one choice in ~30, so most graphs run to the end and some fail on purpose.
+_UNARY = ["neg", "tanh", "sigmoid", "relu", "identity", "rowmean", "py"]
+_OPS = _UNARY * 3 + BINARY * 2 + ["fail"]
+
+
+@st.composite
+def graph_specs(draw: st.DrawFn) -> Spec:
+    n = draw(st.sampled_from([1, 2, 5, 17]))
+    nodes = [Node("input"), Node("input")]
+    for i in range(2, 2 + draw(st.integers(1, 30))):
+        op = draw(st.sampled_from(_OPS))
+        arity = 2 if op in BINARY else 1
+        nodes.append(Node(op, tuple(draw(st.integers(0, i - 1)) for _ in range(arity))))
+    fetches = draw(st.lists(st.integers(0, len(nodes) - 1), min_size=1, max_size=4, unique=True))
+    return Spec(n, tuple(nodes), tuple(sorted(fetches)))
+
+
+CONFIGS = {
+    "global": ow.ConfigProto(),
+    "per-session": ow.ConfigProto(inter_op_parallelism_threads=2, use_per_session_threads=True),
+    "caller-thread": ow.ConfigProto(inter_op_parallelism_threads=-1),
+}
+
+
+@SETTINGS
+@given(
+    spec=graph_specs(),
+    seed=st.integers(0, 2**32 - 1),
+    config=st.sampled_from(sorted(CONFIGS)),
+    data=st.data(),
+)
+def test_random_graphs_match_the_numpy_reference(
+    spec: Spec, seed: int, config: str, data: st.DataObject
+) -> None:
+    rng = np.random.default_rng(seed)
+    feeds = (rng.uniform(-1, 1, (spec.n, spec.n)), rng.uniform(-1, 1, (spec.n, spec.n)))
+    # Sometimes feed an intermediate tensor too: whatever lies only upstream of it must not run.
+    overrides: dict[int, np.ndarray] = {}
+    if len(spec.nodes) > 2 and data.draw(st.booleans()):
+        overrides[data.draw(st.integers(2, len(spec.nodes) - 1))] = rng.uniform(
+            -1, 1, (spec.n, spec.n)
+        )
+    built = build(spec)
+    feed_dict = dict(zip(built.inputs, feeds, strict=True))
+    feed_dict.update({built.tensors[i]: v for i, v in overrides.items()})
+    try:
+        want: list[np.ndarray] | None = evaluate(spec, feeds, overrides)
+    except InjectedFailure:
+        want = None
+    with ow.Session(graph=built.graph, config=CONFIGS[config]) as sess:
+        for _ in range(2):  # the second run uses the cached compiled graph
+            if want is None:
+                with pytest.raises(InjectedFailure):
+                    sess.run(built.fetches, feed_dict=feed_dict)
+            else:
+                check(spec, sess.run(built.fetches, feed_dict=feed_dict), feeds, overrides)
+
+
+# --- kernels ------------------------------------------------------------------------------------
+
+DTYPES = [np.float32, np.float64, np.int32, np.int64]
+
+
+@st.composite
+def strided_arrays(
+    draw: st.DrawFn, dtype: Any, min_dims: int = 1, max_dims: int = 3, min_side: int = 0
+) -> np.ndarray:
+    """An array of random shape seen through random steps (negative too), order and axis
+    permutation: contiguous, Fortran, sliced and transposed views alike."""
+    ndim = draw(st.integers(min_dims, max_dims))
+    shape = [draw(st.integers(min_side, 9)) for _ in range(ndim)]
+    steps = [draw(st.sampled_from([1, 1, 2, 3, -1, -2])) for _ in range(ndim)]
+    base_shape = tuple(s * abs(k) for s, k in zip(shape, steps, strict=True))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    if np.dtype(dtype).kind == "f":
+        base = rng.standard_normal(base_shape).astype(dtype)
+    else:
+        base = rng.integers(-1000, 1000, size=base_shape).astype(dtype)
+    base = np.asarray(base, order=draw(st.sampled_from("CF")))
+    view = base[tuple(slice(None, None, k) for k in steps)]
+    return view.transpose(draw(st.permutations(range(ndim))))
+
+
+def _close(got: np.ndarray, want: np.ndarray, exact: bool = False) -> None:
+    assert got.shape == want.shape
+    assert got.dtype == want.dtype
+    if exact or got.dtype.kind != "f":
+        np.testing.assert_array_equal(got, want)
+    else:
+        tol = 1e-4 if got.dtype == np.float32 else 1e-12
+        np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+
+
+@SETTINGS
+@given(
+    data=st.data(),
+    dtype=st.sampled_from(DTYPES),
+    op=st.sampled_from(["sum", "mean", "max", "min"]),
+    keepdims=st.booleans(),
+)
+def test_reductions_of_strided_views_over_random_axes_match_numpy(
+    data: st.DataObject, dtype: Any, op: str, keepdims: bool
+) -> None:
+    if op == "mean" and np.dtype(dtype).kind != "f":
+        dtype = np.float64  # integer means truncate (TensorFlow's rule); tested in test_kernels
+    x = data.draw(strided_arrays(dtype))
+    axes = data.draw(
+        st.none() | st.lists(st.integers(-x.ndim, x.ndim - 1), unique_by=lambda a: a % x.ndim)
+    )
+    axis = None if axes is None else tuple(axes)
+    ours = getattr(kernels, f"reduce_{op}")
+    reduced = range(x.ndim) if axis is None else [a % x.ndim for a in axis]
+    if op in ("max", "min") and any(x.shape[a] == 0 for a in reduced):
+        with pytest.raises(ValueError, match="empty axis"):
+            ours(x, axis=axis, keepdims=keepdims)
+        return
+    # NumPy's sum of int32 promotes to int64; ours stays int32 (wrapping), as TensorFlow does.
+    kwargs = {"dtype": x.dtype} if op in ("sum", "mean") else {}
+    with np.errstate(invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # NumPy's "mean of empty slice"
+        want = getattr(np, op)(x, axis=axis, keepdims=keepdims, **kwargs)
+    _close(ours(x, axis=axis, keepdims=keepdims), np.asarray(want, dtype=x.dtype))
+
+
+@st.composite
+def broadcast_pairs(draw: st.DrawFn, dtype: Any) -> tuple[np.ndarray, np.ndarray]:
+    a = draw(strided_arrays(dtype))
+    # b: a suffix of a's shape (maybe none: a 0-d array), each dimension kept or made 1, and
+    # sometimes a strided view.
+    keep = draw(st.integers(0, a.ndim))
+    shape_b = tuple(s if draw(st.booleans()) else 1 for s in a.shape[a.ndim - keep :])
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    step = draw(st.sampled_from([1, 2, -1]))
+    big = (
+        (rng.standard_normal((*shape_b[:-1], shape_b[-1] * abs(step))) * 10).astype(dtype)
+        if shape_b
+        else None
+    )
+    b = np.asarray(rng.standard_normal() * 10).astype(dtype) if big is None else big[..., ::step]
+    return (b, a) if draw(st.booleans()) else (a, b)
+
+
+@SETTINGS
+@given(
+    data=st.data(),
+    dtype=st.sampled_from(DTYPES),
+    op=st.sampled_from(["add", "sub", "mul", "maximum", "minimum", "div"]),
+)
+def test_broadcasting_binary_ops_on_strided_views_match_numpy(
+    data: st.DataObject, dtype: Any, op: str
+) -> None:
+    if op == "div":
+        dtype = data.draw(st.sampled_from([np.float32, np.float64]))
+    a, b = data.draw(broadcast_pairs(dtype))
+    ref = {"div": np.true_divide, "sub": np.subtract, "mul": np.multiply, "add": np.add}
+    with np.errstate(all="ignore"):
+        want = getattr(np, op, None) if op in ("maximum", "minimum") else ref[op]
+        expected = np.asarray(want(a, b), dtype=dtype)  # type: ignore[misc]
+        got = getattr(kernels, op)(a, b)
+    # Elementwise IEEE arithmetic is exact: the same bits as NumPy.
+    _close(got, expected, exact=op != "div")
+
+
+@SETTINGS
+@given(data=st.data(), dtype=st.sampled_from([np.float32, np.float64]))
+def test_matmul_of_strided_views_matches_numpy(data: st.DataObject, dtype: Any) -> None:
+    a = data.draw(strided_arrays(dtype, min_dims=2, max_dims=2, min_side=1))
+    n = data.draw(st.integers(1, 40))
+    rng = np.random.default_rng(a.shape[0] * 131 + n)
+    b_base = rng.standard_normal((n * 2, a.shape[1])).astype(dtype)
+    b = b_base[::2].T if data.draw(st.booleans()) else np.ascontiguousarray(b_base[::2].T)
+    got = kernels.matmul(a, b)
+    tol = 1e-4 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(got, a @ b, rtol=tol, atol=tol * a.shape[1])
+
+
+@SETTINGS
+@given(data=st.data(), dtype=st.sampled_from(DTYPES))
+def test_transpose_and_cast_of_strided_views_match_numpy(data: st.DataObject, dtype: Any) -> None:
+    x = data.draw(strided_arrays(dtype))
+    perm = data.draw(st.permutations(range(x.ndim)))
+    _close(kernels.transpose(x, perm), np.transpose(x, perm).copy(), exact=True)
+    to = data.draw(st.sampled_from(DTYPES))
+    with np.errstate(invalid="ignore"):
+        _close(kernels.cast(x, to), x.astype(to), exact=True)
+
+
+@SETTINGS
+@given(
+    data=st.data(),
+    dtype=st.sampled_from([np.float32, np.float64]),
+    op=st.sampled_from(["neg", "relu", "exp", "tanh", "sigmoid"]),
+)
+def test_unary_ops_on_strided_views_match_numpy(data: st.DataObject, dtype: Any, op: str) -> None:
+    x = data.draw(strided_arrays(dtype))
+    ref = {
+        "neg": np.negative,
+        "relu": lambda v: np.maximum(v, 0),
+        "exp": np.exp,
+        "tanh": np.tanh,
+        "sigmoid": lambda v: 1 / (1 + np.exp(-v)),
+    }[op]
+    _close(getattr(kernels, op)(x), np.asarray(ref(x), dtype=dtype), exact=op in ("neg", "relu"))
