@@ -10,7 +10,14 @@ import pytest
 
 @pytest.mark.parametrize(
     "module",
-    ["opweave.dtypes", "opweave.framework", "opweave.ops", "opweave.config", "opweave.session"],
+    [
+        "opweave.dtypes",
+        "opweave.framework",
+        "opweave.ops",
+        "opweave.config",
+        "opweave.session",
+        "opweave.models",
+    ],
 )
 def test_docstring_examples_hold(module: str) -> None:
     result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)

@@ -24,7 +24,7 @@ except ImportError as exc:  # pragma: no cover - exercised only on broken instal
         f"{exc}"
     ) from exc
 
-from . import config, errors, kernels
+from . import config, errors, kernels, models
 from ._pool import parallel_info
 from ._threadpoolctl import register as _register_threadpoolctl
 from ._threads import (
@@ -124,6 +124,7 @@ __all__ = [
     "kernels",
     "matmul",
     "maximum",
+    "models",
     "mul",
     "name_scope",
     "neg",
