@@ -68,3 +68,15 @@ def test_sizes_must_be_positive_ints(bad: object) -> None:
 def test_integer_dtype_is_a_type_error() -> None:
     with pytest.raises(TypeError, match="float32 or float64, not int32"):
         models.tiny_chain(dtype="int32")
+
+
+@pytest.mark.parametrize("name", list(models.BUILTIN))
+def test_small_sizes_build_each_builtin_smaller_than_the_default(name: str) -> None:
+    assert set(models.SMALL) == set(models.BUILTIN)
+    small = models.BUILTIN[name](**models.SMALL[name])
+    default = models.BUILTIN[name]()
+    size = sum(a.size for a in small.feed_dict.values())
+    assert size < sum(a.size for a in default.feed_dict.values()) or len(
+        small.graph.get_operations()
+    ) < len(default.graph.get_operations())
+    assert np.all(np.isfinite(_run(small)))

@@ -32,7 +32,7 @@ from . import ops
 from .dtypes import DType, as_dtype, float32, float64
 from .framework import Graph, Tensor, name_scope
 
-__all__ = ["BUILTIN", "Model", "mlp_towers", "tiny_chain", "wide_reductions"]
+__all__ = ["BUILTIN", "SMALL", "Model", "mlp_towers", "tiny_chain", "wide_reductions"]
 
 
 class Model(NamedTuple):
@@ -248,4 +248,12 @@ BUILTIN: dict[str, Callable[..., Model]] = {
     "mlp": mlp_towers,
     "wide": wide_reductions,
     "chain": tiny_chain,
+}
+
+#: Keyword arguments that shrink each built-in model to a few milliseconds per run, for tests and
+#: smoke runs (``python -m opweave tune mlp --size small``): ``BUILTIN[name](**SMALL[name])``.
+SMALL: dict[str, dict[str, int]] = {
+    "mlp": {"towers": 2, "layers": 1, "batch": 32, "width": 64},
+    "wide": {"branches": 4, "rows": 64, "cols": 64},
+    "chain": {"length": 50},
 }
