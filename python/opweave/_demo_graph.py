@@ -3,22 +3,24 @@
 One graph with independent branches (several matmul + reduction towers and one py_function
 branch that waits, like data loading does) runs under a grid of
 ``(intra_op_parallelism_threads, inter_op_parallelism_threads)`` settings. Each setting runs in a
-fresh process, because the first Session of a process sizes the global pools. The table shows
-the median time of several runs, the speedup over ``(1, 1)``, and what the setting changed.
+fresh process (:mod:`opweave._grid`, shared with the tuner), because the first Session of a
+process sizes the global pools. The table shows the median time of several runs, the speedup
+over ``(1, 1)``, and what the setting changed.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 from collections.abc import Sequence
 
 import numpy as np
+
+from . import _grid
+from .models import Model
 
 GRID: list[tuple[int, int, str]] = [
     (1, 1, "baseline: one op at a time, each op on one thread"),
@@ -34,7 +36,8 @@ PY_WAIT_S = 0.04
 RUNS = 7
 
 
-def _worker(intra: int, inter: int) -> dict[str, object]:
+def build() -> Model:
+    """The demo graph: the towers, the waiting py_function branch, one scalar to fetch."""
     import opweave as ow
 
     rng = np.random.default_rng(0)
@@ -56,17 +59,8 @@ def _worker(intra: int, inter: int) -> dict[str, object]:
 
         outputs.append(ow.py_function(load, [ow.reduce_mean(x, axis=0)], ow.float32, name="load"))
         total = ow.add_n([ow.reduce_sum(o) for o in outputs])
-    config = ow.ConfigProto(intra_op_parallelism_threads=intra, inter_op_parallelism_threads=inter)
     feed = rng.standard_normal((SIZE, SIZE)).astype(np.float32)
-    with ow.Session(graph=g, config=config) as sess:
-        run = sess.make_callable(total, [x])
-        result = run(feed)  # warm-up: compiles the graph and measures op costs
-        times = []
-        for _ in range(RUNS):
-            t0 = time.perf_counter()
-            result = run(feed)
-            times.append(time.perf_counter() - t0)
-    return {"median_ms": 1000 * statistics.median(times), "result": float(result)}
+    return Model(g, total, {x: feed}, "the demo graph")
 
 
 def _cpus() -> int:
@@ -77,13 +71,9 @@ def _cpus() -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the grid (or, with ``--worker INTRA INTER``, one setting) and print the table."""
+    """Run the grid, one fresh process per setting, and print the table."""
     parser = argparse.ArgumentParser(prog="python -m opweave._demo_graph", description=__doc__)
-    parser.add_argument("--worker", nargs=2, type=int, metavar=("INTRA", "INTER"))
-    args = parser.parse_args(argv)
-    if args.worker:
-        print(json.dumps(_worker(*args.worker)))
-        return 0
+    parser.parse_args(argv)
 
     print(
         f"opweave graph demo: {TOWERS} towers of 2 matmuls ({SIZE}x{SIZE}, float32) + reductions, "
@@ -94,29 +84,36 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"median of {RUNS} runs; {_cpus()} CPUs available\n"
     )
     print(f"{'intra':>5} {'inter':>5} {'median ms':>10} {'speedup':>8}  what the setting changed")
-    baseline = None
-    results = set()
-    for intra, inter, why in GRID:
-        proc = subprocess.run(
-            [sys.executable, "-m", "opweave._demo_graph", "--worker", str(intra), str(inter)],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
-        if proc.returncode != 0:
-            print(f"{intra:>5} {inter:>5}   failed: {proc.stderr.strip().splitlines()[-1:]}")
-            return 1
-        row = json.loads(proc.stdout)
-        ms = float(row["median_ms"])
-        results.add(row["result"])
-        baseline = baseline or ms
-        print(f"{intra:>5} {inter:>5} {ms:>10.1f} {baseline / ms:>7.2f}x  {why}")
+    why = {(intra, inter): text for intra, inter, text in GRID}
+    baseline: list[float] = []
+    checks: list[str] = []
+    failed: list[_grid.CellRun] = []
+
+    def show(run: _grid.CellRun) -> None:
+        # Printed as soon as each setting is done; (1, 1) runs first, so the baseline is known.
+        if run.error is not None:
+            print(f"{run.intra:>5} {run.inter:>5}   failed: {run.error.splitlines()[-1]}")
+            failed.append(run)
+            return
+        ms = 1000 * statistics.median(run.times)
+        if not baseline:
+            baseline.append(ms)
+        checks.append(run.check)
+        speedup, text = baseline[0] / ms, why[run.intra, run.inter]
+        print(f"{run.intra:>5} {run.inter:>5} {ms:>10.1f} {speedup:>7.2f}x  {text}")
+
+    target = _grid.Target("module", "opweave._demo_graph", label="demo")
+    try:
+        _grid.run_grid(target, list(why), runs=RUNS, warmup=1, timeout=120, on_cell=show)
+    except _grid.ModelError as e:
+        print(f"the demo graph could not be built: {e}")
+        return 1
+    same = all(c in ("reference", "same") for c in checks)
     print(
         "\nsame result under every setting: "
-        + ("yes (kernels are deterministic for any thread count)" if len(results) == 1 else "NO")
+        + ("yes (kernels are deterministic for any thread count)" if same else "NO")
     )
-    return 0 if len(results) == 1 else 1
+    return 0 if same and not failed else 1
 
 
 if __name__ == "__main__":
