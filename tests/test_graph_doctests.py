@@ -17,6 +17,7 @@ import pytest
         "opweave.config",
         "opweave.session",
         "opweave.models",
+        "opweave.tuning",
     ],
 )
 def test_docstring_examples_hold(module: str) -> None:

@@ -24,7 +24,7 @@ except ImportError as exc:  # pragma: no cover - exercised only on broken instal
         f"{exc}"
     ) from exc
 
-from . import config, errors, kernels, models
+from . import config, errors, kernels, models, tuning
 from ._pool import parallel_info
 from ._threadpoolctl import register as _register_threadpoolctl
 from ._threads import (
@@ -81,6 +81,7 @@ from .ops import (
     transpose,
 )
 from .session import Session, get_default_session
+from .tuning import tune
 
 bool = bool_
 
@@ -146,6 +147,8 @@ __all__ = [
     "tanh",
     "threads",
     "transpose",
+    "tune",
+    "tuning",
 ]
 
 # At interpreter exit (after non-daemon threads were joined, before finalization starts): refuse

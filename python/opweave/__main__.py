@@ -1,4 +1,5 @@
-"""Command line: ``python -m opweave demo`` shows the pools at work, ``info`` describes them."""
+"""Command line: ``python -m opweave demo`` shows the pools at work, ``info`` describes them,
+``tune MODEL`` times a graph under a grid of (intra, inter) settings and recommends one."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ import statistics
 import sys
 import time
 from collections.abc import Callable, Sequence
+
+from . import _tune_cli
 
 
 def _median_seconds(fn: Callable[[], object], runs: int) -> float:
@@ -68,7 +71,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         "demo", help="run a graph under a grid of (intra, inter) settings, then show the pools"
     )
     sub.add_parser("info", help="print parallel_info(): pool sizes and how they were chosen")
+    _tune_cli.add_parser(sub)
     args = parser.parse_args(argv)
+    if args.command == "tune":
+        return _tune_cli.run(args)
     if args.command == "demo":
         # The experiment users of the two settings want (issue 3), then the pool's own counters.
         from . import _demo_graph

@@ -1,0 +1,590 @@
+"""The tuner: time one graph under a grid of (intra, inter) settings and recommend a ConfigProto.
+
+``opweave.tune(model)`` (and ``python -m opweave tune MODEL``) runs the model under every
+``(intra_op_parallelism_threads, inter_op_parallelism_threads)`` pair of the grid, each in a
+fresh process (the first Session of a process sizes the global pools), and returns a
+:class:`TuneResult`: the run times of every setting, whether its fetched values equal those of
+``(1, 1)`` (the kernels are deterministic for any thread count, so a difference is a bug), the
+fastest setting, and the recommended one: the fewest threads whose median time is within noise
+of the fastest, with the reason in one line.
+
+The model is what a fresh process can rebuild: a built-in model's name (``"mlp"``, ``"wide"``,
+``"chain"``, see :mod:`opweave.models`), the path of a ``.py`` file or the name of an importable
+module that defines ``build()``, or a module-level ``build`` function. ``build()`` returns
+``(graph, fetches, feed_dict)`` or an :class:`opweave.models.Model`.
+
+>>> import opweave
+>>> result = opweave.tune("mlp", intra=[1, 2], inter=[1, 2])  # doctest: +SKIP
+>>> print(result)  # doctest: +SKIP
+>>> result.config_line()  # doctest: +SKIP
+'opweave.ConfigProto(intra_op_parallelism_threads=2, inter_op_parallelism_threads=1)'
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import statistics
+import sys
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+from . import _grid
+from ._grid import ModelError as TuneError
+from .config import ConfigProto
+
+__all__ = ["TuneError", "TuneResult", "TuneRow", "default_grid", "recommend", "tune"]
+
+#: Default tolerance of the recommendation: a setting within 3 % of the fastest median is as good.
+TOLERANCE = 0.03
+
+
+def available_cpus() -> int:
+    """The CPUs this process may run on (affinity mask and cgroup quota), as opweave counts them."""
+    from . import _opweave_core as _core
+
+    return int(_core.runtime_info()["available_cpus"])
+
+
+def default_grid(cpus: int | None = None) -> list[int]:
+    """The thread counts tried by default, for both settings.
+
+    Every count from 1 to ``cpus`` on up to 4 CPUs, else the powers of two below ``cpus`` and
+    ``cpus`` itself; 2 is always in, even on one CPU (two ops at once can overlap waiting).
+
+    Examples
+    --------
+    >>> default_grid(2)
+    [1, 2]
+    >>> default_grid(4)
+    [1, 2, 3, 4]
+    >>> default_grid(12)
+    [1, 2, 4, 8, 12]
+    """
+    n = available_cpus() if cpus is None else max(1, cpus)
+    values = {1, 2, n}
+    if n <= 4:
+        values.update(range(1, n + 1))
+    else:
+        values.update(2**k for k in range(n.bit_length()) if 2**k <= n)
+    return sorted(values)
+
+
+@dataclass(frozen=True)
+class TuneRow:
+    """One setting of the grid and what its fresh process measured.
+
+    Attributes
+    ----------
+    intra, inter : int
+        The setting, as given to :class:`~opweave.ConfigProto`.
+    times : tuple of float
+        Seconds of each timed ``Session.run`` (after the warm-up runs); empty if it failed.
+    error : str or None
+        Why the setting's worker failed (exit status or timeout, and the tail of its stderr).
+    check : str
+        Its fetched values compared with those of ``(1, 1)``: ``"reference"`` (it is
+        ``(1, 1)``), ``"same"``, ``"mismatch"`` (a bug: see ``mismatch``) or ``"unchecked"``.
+    mismatch : str or None
+        Where the values differ (or why they could not be compared).
+
+    Examples
+    --------
+    >>> row = TuneRow(2, 1, times=(0.010, 0.012, 0.011))
+    >>> row.ok, round(row.median * 1e3, 3)
+    (True, 11.0)
+    """
+
+    intra: int
+    inter: int
+    times: tuple[float, ...] = ()
+    error: str | None = None
+    check: str = "unchecked"
+    mismatch: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        """The worker ran and timed every run."""
+        return self.error is None and bool(self.times)
+
+    @property
+    def median(self) -> float:
+        """Median run time in seconds (NaN if the setting failed)."""
+        return statistics.median(self.times) if self.times else math.nan
+
+    def _quartiles(self) -> tuple[float, float]:
+        if len(self.times) < 2:
+            return self.median, self.median
+        q1, _, q3 = statistics.quantiles(self.times, n=4, method="inclusive")
+        return q1, q3
+
+    @property
+    def q1(self) -> float:
+        """First quartile of the run times in seconds."""
+        return self._quartiles()[0]
+
+    @property
+    def q3(self) -> float:
+        """Third quartile of the run times in seconds."""
+        return self._quartiles()[1]
+
+    @property
+    def min(self) -> float:
+        """Fastest run in seconds."""
+        return min(self.times) if self.times else math.nan
+
+    @property
+    def max(self) -> float:
+        """Slowest run in seconds."""
+        return max(self.times) if self.times else math.nan
+
+    @property
+    def label(self) -> str:
+        """``"intra=2 inter=1"``."""
+        return f"intra={self.intra} inter={self.inter}"
+
+
+def _threads_used(value: int, cpus: int, *, inter: bool) -> int:
+    if value == 0:
+        return cpus  # "the system picks": every CPU the process may use
+    if value < 0 and inter:
+        return 1  # every op in the caller's thread: one at a time, no pool
+    return value
+
+
+def recommend(
+    rows: Iterable[TuneRow], *, cpus: int = 1, tolerance: float = TOLERANCE
+) -> tuple[TuneRow | None, str]:
+    """The setting to use and why: the fewest threads whose median is within noise of the best.
+
+    A setting is *within noise* of the fastest one when its median is at most ``tolerance``
+    slower, or when its interquartile range overlaps the fastest one's. Among those, the one
+    using the fewest threads wins (``intra + inter``, then ``intra * inter``, then the faster).
+    Failed settings and settings whose values differ from ``(1, 1)`` are never recommended.
+
+    Parameters
+    ----------
+    rows : iterable of TuneRow
+    cpus : int
+        What ``0`` ("the system picks") means when counting threads.
+    tolerance : float
+        Relative slowdown still counted as noise.
+
+    Returns
+    -------
+    (TuneRow or None, str)
+        The recommended row (None if no setting succeeded) and the reason in one line.
+
+    Examples
+    --------
+    >>> rows = [
+    ...     TuneRow(1, 1, times=(0.100, 0.101, 0.102)),
+    ...     TuneRow(1, 2, times=(0.055, 0.056, 0.057)),
+    ...     TuneRow(2, 2, times=(0.054, 0.0545, 0.055)),
+    ... ]
+    >>> row, why = recommend(rows)
+    >>> row.label
+    'intra=1 inter=2'
+    >>> for part in why.split("; "):
+    ...     print(part)
+    inter=2: 1.80x faster than inter=1
+    intra=2 inter=2 is only 2.8% faster (< 3%): not worth more threads
+    """
+    usable = [r for r in rows if r.ok and r.check != "mismatch"]
+    if not usable:
+        return None, "no setting ran successfully with the same result as (1, 1)"
+    best = min(usable, key=lambda r: r.median)
+    near = [r for r in usable if r.median <= best.median * (1.0 + tolerance) or r.q1 <= best.q3]
+
+    def cost(r: TuneRow) -> tuple[int, int, float]:
+        a = _threads_used(r.intra, cpus, inter=False)
+        b = _threads_used(r.inter, cpus, inter=True)
+        return a + b, a * b, r.median
+
+    chosen = min(near, key=cost)
+    parts = []
+    for dim, other in (("inter", "intra"), ("intra", "inter")):
+        value = getattr(chosen, dim)
+        if value == 1:
+            continue
+        one = [
+            r
+            for r in usable
+            if getattr(r, dim) == 1 and getattr(r, other) == getattr(chosen, other)
+        ]
+        if one:
+            parts.append(f"{dim}={value}: {one[0].median / chosen.median:.2f}x faster than {dim}=1")
+    if chosen is not best:
+        gain = chosen.median / best.median - 1.0
+        why = f"< {tolerance:.0%}" if gain <= tolerance else "within the spread of run times"
+        parts.append(f"{best.label} is only {gain:.1%} faster ({why}): not worth more threads")
+    if not parts:
+        parts.append("the fastest setting")
+        if (chosen.intra, chosen.inter) == (1, 1):
+            parts[0] += "; more threads do not pay off on this graph"
+    return chosen, "; ".join(parts)
+
+
+def _ms(seconds: float) -> float | None:
+    return None if math.isnan(seconds) else round(seconds * 1e3, 6)
+
+
+@dataclass(frozen=True)
+class TuneResult:
+    """What :func:`tune` measured, and the setting it recommends.
+
+    Attributes
+    ----------
+    model : str
+        The model as given (``"mlp"``, a path, a module or function name).
+    description : str
+        What the graph computes.
+    rows : tuple of TuneRow
+        One per setting, in grid order, ``(1, 1)`` first.
+    runs, warmup : int
+        Timed and warm-up runs per setting.
+    cpus : int
+        CPUs available to the process that ran the tuner.
+    tolerance : float
+        The noise threshold of the recommendation.
+    recommended : TuneRow or None
+        The fewest threads within noise of the fastest (None if every setting failed).
+    reason : str
+        Why, in one line.
+
+    Examples
+    --------
+    >>> r = TuneResult("mlp", "demo", (TuneRow(1, 1, times=(0.02,)), TuneRow(2, 1, times=(0.01,))))
+    >>> r.recommended.label, r.speedup(r.rows[1])
+    ('intra=2 inter=1', 2.0)
+    >>> r.config_line()
+    'opweave.ConfigProto(intra_op_parallelism_threads=2, inter_op_parallelism_threads=1)'
+    """
+
+    model: str
+    description: str
+    rows: tuple[TuneRow, ...]
+    runs: int = 0
+    warmup: int = 0
+    cpus: int = 1
+    tolerance: float = TOLERANCE
+    recommended: TuneRow | None = field(init=False)
+    reason: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        row, reason = recommend(self.rows, cpus=self.cpus, tolerance=self.tolerance)
+        object.__setattr__(self, "recommended", row)  # frozen: set once, here
+        object.__setattr__(self, "reason", reason)
+
+    @property
+    def best(self) -> TuneRow | None:
+        """The fastest setting (by median) among those that succeeded with the right values."""
+        usable = [r for r in self.rows if r.ok and r.check != "mismatch"]
+        return min(usable, key=lambda r: r.median) if usable else None
+
+    @property
+    def baseline(self) -> TuneRow | None:
+        """The ``(1, 1)`` row, if it succeeded."""
+        return next((r for r in self.rows if (r.intra, r.inter) == (1, 1) and r.ok), None)
+
+    @property
+    def failures(self) -> tuple[TuneRow, ...]:
+        """Settings whose worker failed or timed out."""
+        return tuple(r for r in self.rows if r.error is not None)
+
+    @property
+    def mismatches(self) -> tuple[TuneRow, ...]:
+        """Settings whose fetched values differ from ``(1, 1)``'s (each one is a bug)."""
+        return tuple(r for r in self.rows if r.check == "mismatch")
+
+    def speedup(self, row: TuneRow) -> float:
+        """``median(1, 1) / median(row)``; NaN if either failed."""
+        base = self.baseline
+        if base is None or not row.ok:
+            return math.nan
+        return base.median / row.median
+
+    def _recommended(self) -> TuneRow:
+        if self.recommended is None:
+            raise TuneError(f"nothing to recommend: {self.reason}")
+        return self.recommended
+
+    def config_line(self) -> str:
+        """The recommended ConfigProto as one line of Python to paste.
+
+        Raises
+        ------
+        TuneError
+            Every setting failed.
+        """
+        r = self._recommended()
+        return (
+            f"opweave.ConfigProto(intra_op_parallelism_threads={r.intra}, "
+            f"inter_op_parallelism_threads={r.inter})"
+        )
+
+    def to_config(self) -> ConfigProto:
+        """The recommended setting as a :class:`~opweave.ConfigProto`.
+
+        Raises
+        ------
+        TuneError
+            Every setting failed.
+        """
+        r = self._recommended()
+        return ConfigProto(
+            intra_op_parallelism_threads=r.intra, inter_op_parallelism_threads=r.inter
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """Everything as JSON-ready data (times in milliseconds; ``None`` where unknown)."""
+
+        def setting(r: TuneRow | None) -> dict[str, int] | None:
+            return None if r is None else {"intra": r.intra, "inter": r.inter}
+
+        speedups = [self.speedup(r) for r in self.rows]
+        return {
+            "model": self.model,
+            "description": self.description,
+            "runs": self.runs,
+            "warmup": self.warmup,
+            "cpus": self.cpus,
+            "tolerance": self.tolerance,
+            "rows": [
+                {
+                    "intra": r.intra,
+                    "inter": r.inter,
+                    "ok": r.ok,
+                    "median_ms": _ms(r.median),
+                    "q1_ms": _ms(r.q1),
+                    "q3_ms": _ms(r.q3),
+                    "min_ms": _ms(r.min),
+                    "max_ms": _ms(r.max),
+                    "speedup": None if math.isnan(s) else round(s, 4),
+                    "times_ms": [_ms(t) for t in r.times],
+                    "check": r.check,
+                    "mismatch": r.mismatch,
+                    "error": r.error,
+                }
+                for r, s in zip(self.rows, speedups, strict=True)
+            ],
+            "best": setting(self.best),
+            "recommended": setting(self.recommended),
+            "reason": self.reason,
+            "config_line": None if self.recommended is None else self.config_line(),
+        }
+
+    def format_table(self) -> str:
+        """The table ``python -m opweave tune`` prints: medians, spread, speedup, result check."""
+        lines = [
+            f"{self.model}: {self.description}",
+            f"each setting in a fresh process: {self.warmup} warm-up + {self.runs} timed runs; "
+            f"{self.cpus} CPUs available",
+            "",
+            f"{'intra':>5} {'inter':>5} {'median ms':>10} {'IQR ms':>19} {'speedup':>8}  result",
+        ]
+        best = self.best
+        for r in self.rows:
+            head = f"{r.intra:>5} {r.inter:>5} "
+            if not r.ok:
+                lines.append(head + "   FAILED (below)")
+                continue
+            note = []
+            if r is self.recommended:
+                note.append("<- recommended")
+            if r is best:
+                note.append("(fastest)")
+            check = "MISMATCH" if r.check == "mismatch" else r.check
+            iqr = f"{r.q1 * 1e3:.3f}-{r.q3 * 1e3:.3f}"
+            speedup = self.speedup(r)
+            ratio = "-" if math.isnan(speedup) else f"{speedup:.2f}x"
+            lines.append(
+                head
+                + f"{r.median * 1e3:>10.3f} {iqr:>19} {ratio:>8}  {check:<9} "
+                f"{' '.join(note)}".rstrip()
+            )
+        lines.append("")
+        if self.recommended is None:
+            lines.append(f"no recommendation: {self.reason}")
+        else:
+            if best is not None:
+                gain = self.speedup(best)
+                vs = "" if best is self.baseline or math.isnan(gain) else f", {gain:.2f}x (1, 1)"
+                lines.append(f"fastest    : {best.label} ({best.median * 1e3:.3f} ms{vs})")
+            lines.append(f"recommended: {self.recommended.label}: {self.reason}")
+            lines.append(f"paste      : {self.config_line()}")
+        for r in self.mismatches:
+            lines.append(
+                f"\nMISMATCH {r.label}: its values differ from (1, 1)'s (a bug: kernels are "
+                f"deterministic for any thread count): {r.mismatch}"
+            )
+        for r in self.failures:
+            error = (r.error or "").splitlines()
+            lines.append(f"\nFAILED {r.label}: {error[0] if error else ''}")
+            lines.extend("  | " + line for line in error[1:])
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.format_table()
+
+    def plot(self, path: str | os.PathLike[str]) -> Path:
+        """Draw a heat map of the median time over the grid into ``path`` (PNG, SVG, PDF...).
+
+        Each cell shows the median and the speedup over ``(1, 1)``; the recommended cell is
+        framed. Needs matplotlib (the ``plot`` extra); pyplot and its global state are not used.
+
+        Returns
+        -------
+        pathlib.Path
+            ``path``.
+
+        Raises
+        ------
+        ImportError
+            matplotlib is not installed; the message says how to install it.
+
+        Examples
+        --------
+        >>> result.plot("tune.png")  # doctest: +SKIP
+        PosixPath('tune.png')
+        """
+        from ._tune_plot import plot_heat_map
+
+        return plot_heat_map(self, Path(path))
+
+
+def _thread_values(name: str, values: int | Sequence[int] | None, *, low: int | None) -> list[int]:
+    if values is None:
+        return default_grid()
+    items: Sequence[object] = [values] if isinstance(values, int) else values
+    out: list[int] = []
+    for v in items:
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise TypeError(f"{name} values must be ints, got {v!r}")
+        if low is not None and v < low:
+            raise ValueError(f"{name} values must be >= {low} (0: the system picks), got {v}")
+        if v not in out:
+            out.append(v)
+    if not out:
+        raise ValueError(f"{name} needs at least one value")
+    return out
+
+
+def grid_cells(intra: Sequence[int], inter: Sequence[int]) -> list[tuple[int, int]]:
+    """Every ``(intra, inter)`` pair, ``(1, 1)`` first (added if absent: it is the reference)."""
+    cells = [(i, j) for i in intra for j in inter]
+    return [(1, 1), *[c for c in cells if c != (1, 1)]]
+
+
+def tune(
+    model: str | os.PathLike[str] | Callable[..., object],
+    intra: int | Sequence[int] | None = None,
+    inter: int | Sequence[int] | None = None,
+    *,
+    runs: int = 10,
+    warmup: int = 2,
+    timeout: float = 120.0,
+    model_kwargs: Mapping[str, Any] | None = None,
+    tolerance: float = TOLERANCE,
+    progress: bool | TextIO = True,
+) -> TuneResult:
+    """Time ``model`` under every (intra, inter) setting of a grid and recommend one.
+
+    Each setting runs in a fresh Python process (the first Session of a process sizes the global
+    pools), one after the other: the pools are sized, the model is built, run ``warmup`` times,
+    then timed over ``runs`` runs of ``Session.run``. The fetched values of the last run are
+    compared with those of ``(1, 1)``: they must be bit-identical.
+
+    Parameters
+    ----------
+    model : str, path or function
+        A built-in model (``"mlp"``, ``"wide"``, ``"chain"``: :data:`opweave.models.BUILTIN`),
+        the path of a ``.py`` file or the name of an importable module that defines ``build()``,
+        or a module-level build function. ``build()`` returns ``(graph, fetches, feed_dict)``
+        or an :class:`opweave.models.Model`.
+    intra, inter : int or sequence of int, optional
+        Values of ``intra_op_parallelism_threads`` (>= 0) and ``inter_op_parallelism_threads``
+        (negative: every op in the caller's thread) to try. Default: :func:`default_grid`.
+        ``(1, 1)`` is always run: it is the reference for speedups and values.
+    runs, warmup : int
+        Timed runs (>= 1) and untimed warm-up runs (>= 0) per setting.
+    timeout : float
+        Seconds one setting's process may take in total; a slower one is killed and reported.
+    model_kwargs : mapping, optional
+        Keyword arguments for the build function (JSON-serializable), e.g.
+        ``{"width": 256}`` for ``"mlp"``; :data:`opweave.models.SMALL` has small sizes.
+    tolerance : float
+        A setting at most this much slower than the fastest counts as just as fast.
+    progress : bool or file
+        Show progress on stderr (True), on the given stream, or not at all (False).
+
+    Returns
+    -------
+    TuneResult
+        ``print(result)`` shows the table; ``result.config_line()`` the line to paste.
+
+    Raises
+    ------
+    TuneError
+        The model cannot be found, loaded or built (an unknown name, no ``build``, ``build()``
+        returning something else, or raising).
+    TypeError, ValueError
+        Bad grid values, ``runs``, ``warmup`` or ``timeout``.
+
+    Examples
+    --------
+    >>> import opweave
+    >>> result = opweave.tune("mlp", intra=[1, 2], inter=[1, 2], runs=5)  # doctest: +SKIP
+    >>> print(result)  # doctest: +SKIP
+    mlp: MLP: 4 towers x 2 dense layers (256x512 @ 512x512, float32) joined by add_n
+    ...
+    recommended: intra=1 inter=2: inter=2: 1.71x faster than inter=1; ...
+    paste      : opweave.ConfigProto(intra_op_parallelism_threads=1, inter_op_parallelism_threads=2)
+    >>> config = result.to_config()  # doctest: +SKIP
+
+    A model of your own, in a file or module:
+
+    >>> # my_model.py
+    >>> def build():  # doctest: +SKIP
+    ...     g = opweave.Graph()
+    ...     with g.as_default():
+    ...         x = opweave.placeholder(opweave.float32, shape=(512, 512))
+    ...         y = opweave.reduce_sum(opweave.matmul(x, x))
+    ...     return g, y, {x: np.ones((512, 512), np.float32)}
+    >>> opweave.tune("my_model.py", runs=5)  # doctest: +SKIP
+    """
+    target = _grid.resolve_target(model, model_kwargs)
+    intra_values = _thread_values("intra", intra, low=0)
+    inter_values = _thread_values("inter", inter, low=None)  # negative: the caller's thread
+    for name, value, low in (("runs", runs, 1), ("warmup", warmup, 0)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
+    if not timeout > 0:
+        raise ValueError(f"timeout must be positive, got {timeout!r}")
+    if not 0 <= tolerance < 1:
+        raise ValueError(f"tolerance must be in [0, 1), got {tolerance!r}")
+    if progress is True:
+        bar: _grid.Progress | None = _grid.Progress(sys.stderr)
+    elif progress is False:
+        bar = None
+    else:
+        bar = _grid.Progress(progress)
+    cells = grid_cells(intra_values, inter_values)
+    runs_done = _grid.run_grid(
+        target, cells, runs=runs, warmup=warmup, timeout=timeout, progress=bar
+    )
+    description = next((c.description for c in runs_done if c.description), "")
+    rows = tuple(
+        TuneRow(c.intra, c.inter, c.times, c.error, c.check, c.mismatch) for c in runs_done
+    )
+    return TuneResult(
+        target.label or target.ref,
+        description,
+        rows,
+        runs=runs,
+        warmup=warmup,
+        cpus=available_cpus(),
+        tolerance=tolerance,
+    )
