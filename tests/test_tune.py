@@ -6,12 +6,16 @@ rule, the table and the plot are tested on synthetic timings. No test asserts on
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import math
+import os
+import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 from typing import Any
 
@@ -232,6 +236,84 @@ def test_python_api_takes_a_module_level_build_function(
     result = ow.tune(user_models_for_tune.build, intra=1, inter=1, runs=1, progress=False)
     assert result.model == "user_models_for_tune.build"
     assert result.rows[0].ok, result.rows[0].error
+
+
+def test_a_script_may_tune_its_own_build_function(tmp_path: Path) -> None:
+    script = _write(
+        tmp_path / "self_tuning.py",
+        USER_MODEL
+        + textwrap.dedent(
+            """
+            if __name__ == "__main__":  # the workers run this file under another name
+                result = ow.tune(build, intra=1, inter=1, runs=1, progress=False)
+                print("recommended:", result.recommended.label, result.rows[0].check)
+            """
+        ),
+    )
+    proc = finish(
+        subprocess.Popen(
+            [sys.executable, str(script)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        ),
+        60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "recommended: intra=1 inter=1 reference"
+
+
+def test_ctrl_c_stops_the_tuner_and_kills_the_running_worker(tmp_path: Path) -> None:
+    script = _write(tmp_path / "misbehaving.py", MISBEHAVING)
+    # A child of a background job may inherit SIGINT ignored: set Python's Ctrl-C handler.
+    code = (
+        "import signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+        "from opweave.__main__ import main; "
+        f"sys.exit(main(['tune', {str(script)!r}, '--intra', '4', '--inter', '1']))"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        workers: list[int] = []
+        while not workers and time.monotonic() < deadline:
+            time.sleep(0.1)
+            workers = _children(proc.pid)
+        assert workers, "no worker process started"
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+    assert proc.returncode == 130
+    assert "opweave tune: interrupted" in err
+    time.sleep(0.5)
+    assert not [pid for pid in workers if _running(pid)]
+
+
+def _children(parent: int) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            with contextlib.suppress(OSError):
+                stat = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+                if int(stat[1]) == parent and stat[0] != "Z":
+                    found.append(int(entry))
+    return found
+
+
+def _running(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
 
 
 def test_grid_always_includes_the_reference_setting_first() -> None:

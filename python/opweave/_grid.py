@@ -17,6 +17,7 @@ The worker side (load the model, size the pools, time the runs) is :mod:`opweave
 
 from __future__ import annotations
 
+import contextlib
 import importlib.machinery
 import importlib.util
 import json
@@ -203,7 +204,8 @@ class CellRun:
 class Progress:
     """A progress bar on a stream: redrawn in place on a terminal, one line per setting otherwise.
 
-    ``start`` is called before a setting's worker starts, ``done`` after it ended.
+    ``start`` is called before a setting's worker starts, ``tick`` every half second while it
+    runs, ``done`` after it ended.
     """
 
     def __init__(self, stream: TextIO | None = None, label: str = "tune") -> None:
@@ -211,11 +213,18 @@ class Progress:
         self._label = label
         self._tty = bool(getattr(self._stream, "isatty", lambda: False)())
         self._t0 = time.perf_counter()
+        self._current = (0, 1, 1, 1)
 
     def start(self, index: int, total: int, intra: int, inter: int) -> None:
         if index == 0:
             self._t0 = time.perf_counter()
+        self._current = (index, total, intra, inter)
+        self.tick()
+
+    def tick(self) -> None:
+        """Redraw the bar (the elapsed time moves while a setting runs)."""
         if self._tty:
+            index, total, intra, inter = self._current
             width = 20
             filled = width * index // total
             self._stream.write(
@@ -246,7 +255,15 @@ def _worker_command(spec: Mapping[str, Any]) -> list[str]:
     pkg = Path(opweave.__file__).resolve().parent
     init = str(pkg / "__init__.py")
     boot = (
-        "import importlib.util, os, sys\n"
+        "import ctypes, importlib.util, os, signal, sys\n"
+        # Die with the parent (Linux prctl PR_SET_PDEATHSIG): the worker has its own session, so
+        # a parent killed outright would otherwise leave a hanging worker running.
+        "try:\n"
+        "    ctypes.CDLL(None).prctl(1, signal.SIGKILL)\n"
+        "except (OSError, AttributeError):\n"
+        "    pass\n"
+        f"if os.getppid() != {os.getpid()}:\n"
+        "    sys.exit('opweave grid worker: the parent exited before the worker started')\n"
         "s = importlib.util.find_spec('opweave')\n"
         f"if s is None or not s.origin or os.path.realpath(s.origin) != {init!r}:\n"
         f"    sys.path.insert(0, {str(pkg.parent)!r})\n"
@@ -261,7 +278,9 @@ def _tail(text: str, lines: int = STDERR_TAIL_LINES) -> str:
     return "\n".join(kept) if kept else "(no output on stderr)"
 
 
-def _run_worker(spec: Mapping[str, Any], timeout: float) -> tuple[int | None, str, str]:
+def _run_worker(
+    spec: Mapping[str, Any], timeout: float, tick: Callable[[], None] | None = None
+) -> tuple[int | None, str, str]:
     """Run one worker; (exit status or None on a timeout, stdout, stderr)."""
     proc = subprocess.Popen(
         _worker_command(spec),
@@ -272,17 +291,32 @@ def _run_worker(spec: Mapping[str, Any], timeout: float) -> tuple[int | None, st
         # started, and Ctrl-C in the terminal reaches only this process (which then kills it).
         start_new_session=True,
     )
+    deadline = time.monotonic() + timeout
     try:
-        out, err = proc.communicate(timeout=timeout)
-        return proc.returncode, out, err
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
+        while True:
+            # In short slices, so the progress bar moves; a TimeoutExpired loses no output.
+            left = deadline - time.monotonic()
+            try:
+                out, err = proc.communicate(timeout=max(0.0, min(0.5, left)))
+                return proc.returncode, out, err
+            except subprocess.TimeoutExpired:
+                if left <= 0.5:
+                    break
+                if tick is not None:
+                    tick()
+        _kill_group(proc.pid)
         out, err = proc.communicate()
         return None, out, err
     except BaseException:
-        os.killpg(proc.pid, signal.SIGKILL)
+        _kill_group(proc.pid)
         proc.communicate()
         raise
+
+
+def _kill_group(pid: int) -> None:
+    # The worker may have exited (with all it started) since the last look: nothing to kill.
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pid, signal.SIGKILL)
 
 
 def _load_values(cell_dir: Path) -> dict[str, np.ndarray] | str:
@@ -365,7 +399,9 @@ def run_grid(
                 "out": str(cell_dir),
             }
             t0 = time.perf_counter()
-            status, _out, err = _run_worker(spec, timeout)
+            status, _out, err = _run_worker(
+                spec, timeout, progress.tick if progress is not None else None
+            )
             wall = time.perf_counter() - t0
             report_path = cell_dir / "report.json"
             report = json.loads(report_path.read_text()) if report_path.exists() else {}

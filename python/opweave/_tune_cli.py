@@ -129,6 +129,9 @@ def run(args: argparse.Namespace) -> int:
         )
     except (ModelError, TypeError, ValueError) as e:
         return fail(str(e))
+    except KeyboardInterrupt:  # the running worker was killed on the way out (_grid)
+        print("\nopweave tune: interrupted", file=sys.stderr)
+        return 130
     if args.json:
         print(json.dumps(result.to_dict(), indent=2))
     else:

@@ -37,7 +37,7 @@ def plot_heat_map(result: TuneResult, path: Path) -> Path:
     inters = sorted({r.inter for r in result.rows})
     medians = np.full((len(inters), len(intras)), np.nan)
     for r in result.rows:
-        if r.ok:
+        if r.ok and r.check != "mismatch":  # a wrong result has no place on the colour scale
             medians[inters.index(r.inter), intras.index(r.intra)] = r.median * 1e3
 
     # Figure, not pyplot: no global state and no GUI backend, in a script or a notebook alike.
@@ -52,12 +52,12 @@ def plot_heat_map(result: TuneResult, path: Path) -> Path:
         x, y = intras.index(r.intra), inters.index(r.inter)
         if not r.ok:
             text, colour = "failed", "red"
+        elif r.check == "mismatch":
+            text, colour = f"MISMATCH\n{r.median * 1e3:.3g} ms", "red"
         else:
             ms = r.median * 1e3
             speedup = result.speedup(r)
             text = f"{ms:.3g} ms" + ("" if math.isnan(speedup) else f"\n{speedup:.2f}x")
-            if r.check == "mismatch":
-                text += "\nMISMATCH"
             # viridis_r is bright for fast cells: dark text there, light text on slow ones.
             colour = "black" if hi == lo or (ms - lo) / (hi - lo) < 0.5 else "white"
         ax.text(x, y, text, ha="center", va="center", color=colour, fontsize=9)
@@ -71,7 +71,8 @@ def plot_heat_map(result: TuneResult, path: Path) -> Path:
     ax.set_yticks(range(len(inters)), [_axis_label(v, inter=True) for v in inters])
     ax.set_xlabel("intra_op_parallelism_threads (threads per op)")
     ax.set_ylabel("inter_op_parallelism_threads (ops at once)")
-    title = f"{result.model}: median of {result.runs} runs, {result.cpus} CPUs"
+    cpus = f"{result.cpus} CPU" + ("s" if result.cpus != 1 else "")
+    title = f"{result.model}: median of {result.runs} runs, {cpus}"
     if result.recommended is not None:
         title += f"\nrecommended (framed): {result.recommended.label}"
     ax.set_title(title, fontsize=10)

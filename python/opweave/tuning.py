@@ -378,10 +378,11 @@ class TuneResult:
 
     def format_table(self) -> str:
         """The table ``python -m opweave tune`` prints: medians, spread, speedup, result check."""
+        same_name = self.description.startswith(f"{self.model}:")  # "chain: chain: ..." reads badly
         lines = [
-            f"{self.model}: {self.description}",
+            self.description if same_name else f"{self.model}: {self.description}",
             f"each setting in a fresh process: {self.warmup} warm-up + {self.runs} timed runs; "
-            f"{self.cpus} CPUs available",
+            f"{self.cpus} CPU{'s' if self.cpus != 1 else ''} available",
             "",
             f"{'intra':>5} {'inter':>5} {'median ms':>10} {'IQR ms':>19} {'speedup':>8}  result",
         ]
