@@ -27,7 +27,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TextIO
@@ -176,7 +176,8 @@ def _resolve_function(fn: Callable[..., object], kwargs: dict[str, Any]) -> Targ
     if file:
         where = Path(file).resolve()
         where = where.parent if where.name == "__init__.py" else where
-        sys_path.insert(0, str(where.parents[module.count(".")]))
+        if module.count(".") < len(where.parents):
+            sys_path.insert(0, str(where.parents[module.count(".")]))
     return Target("module", module, qualname, kwargs, sys_path=tuple(sys_path), label=label)
 
 
@@ -205,7 +206,7 @@ class Progress:
     """A progress bar on a stream: redrawn in place on a terminal, one line per setting otherwise.
 
     ``start`` is called before a setting's worker starts, ``tick`` every half second while it
-    runs, ``done`` after it ended.
+    runs, ``done`` after it ended, ``clear`` when the grid stops early.
     """
 
     def __init__(self, stream: TextIO | None = None, label: str = "tune") -> None:
@@ -220,6 +221,12 @@ class Progress:
             self._t0 = time.perf_counter()
         self._current = (index, total, intra, inter)
         self.tick()
+
+    def clear(self) -> None:
+        """Erase the bar (on a terminal), so what is printed next starts on a clean line."""
+        if self._tty:
+            self._stream.write("\r" + " " * 79 + "\r")
+            self._stream.flush()
 
     def tick(self) -> None:
         """Redraw the bar (the elapsed time moves while a setting runs)."""
@@ -236,8 +243,7 @@ class Progress:
     def done(self, index: int, total: int, run: CellRun) -> None:
         if self._tty:
             if index + 1 == total:
-                self._stream.write("\r" + " " * 79 + "\r")
-                self._stream.flush()
+                self.clear()
             return
         status = "failed" if run.error else f"median {1e3 * float(np.median(run.times)):.3f} ms"
         self._stream.write(
@@ -356,6 +362,16 @@ def compare_values(
     return None
 
 
+@contextlib.contextmanager
+def _cleared(progress: Progress | None) -> Iterator[None]:
+    try:
+        yield
+    except BaseException:
+        if progress is not None:
+            progress.clear()  # the error message must not land on the bar's line
+        raise
+
+
 def run_grid(
     target: Target,
     cells: Sequence[tuple[int, int]],
@@ -384,7 +400,7 @@ def run_grid(
     order = [reference, *[c for c in cells if c != reference]]
     done: dict[tuple[int, int], CellRun] = {}
     ref_values: dict[str, np.ndarray] | str = "the reference setting failed"
-    with tempfile.TemporaryDirectory(prefix="opweave-grid-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="opweave-grid-") as tmp, _cleared(progress):
         for index, (intra, inter) in enumerate(order):
             if progress is not None:
                 progress.start(index, len(order), intra, inter)
