@@ -505,7 +505,8 @@ def test_overlapping_spread_counts_as_noise_beyond_the_tolerance() -> None:
     rows = [_row(1, 1, [50, 58, 62, 70]), _row(2, 1, [50, 52, 58, 60])]
     row, why = recommend(rows)
     assert row is rows[0]
-    assert why == "intra=2 inter=1 is only 9.1% faster (within the spread of run times): " + (
+    assert why == (
+        "intra=2 inter=1 leads by 9.1%, within the run-to-run spread (IQRs overlap): "
         "not worth more threads"
     )
 

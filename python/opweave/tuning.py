@@ -218,8 +218,11 @@ def recommend(
             parts.append(f"{dim}={value}: {one[0].median / chosen.median:.2f}x faster than {dim}=1")
     if chosen is not best:
         gain = chosen.median / best.median - 1.0
-        why = f"< {tolerance:.0%}" if gain <= tolerance else "within the spread of run times"
-        parts.append(f"{best.label} is only {gain:.1%} faster ({why}): not worth more threads")
+        if gain <= tolerance:
+            lead = f"is only {gain:.1%} faster (< {tolerance:.0%})"
+        else:  # a larger lead, but the run times overlap: not established, on this machine
+            lead = f"leads by {gain:.1%}, within the run-to-run spread (IQRs overlap)"
+        parts.append(f"{best.label} {lead}: not worth more threads")
     if not parts:
         parts.append("the fastest setting")
         if (chosen.intra, chosen.inter) == (1, 1):
