@@ -17,6 +17,8 @@ import pytest
         "opweave.config",
         "opweave.session",
         "opweave.models",
+        "opweave.timeline",
+        "opweave._flops",
     ],
 )
 def test_docstring_examples_hold(module: str) -> None:
