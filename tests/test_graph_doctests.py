@@ -18,6 +18,8 @@ import pytest
         "opweave.session",
         "opweave.models",
         "opweave.tuning",
+        "opweave.timeline",
+        "opweave._flops",
     ],
 )
 def test_docstring_examples_hold(module: str) -> None:

@@ -40,6 +40,32 @@ struct SavedPyError {
   }
 };
 
+py::tuple shapes_to_python(const std::vector<Shape>& shapes) {
+  py::list out;
+  for (const Shape& shape : shapes) out.append(py::tuple(py::cast(shape)));
+  return py::tuple(out);
+}
+
+// (rows, thread names): one row per node, (name, op, device, scheduled, start, end [ns since the
+// epoch], thread id, input shapes, output shapes, output dtype names, chunks), each chunk
+// (begin, end, start, end [ns], thread id); thread names map thread id -> role.
+py::tuple step_stats_to_python(StepStatsCollector& stats) {
+  py::list rows;
+  for (const NodeExecStats& s : stats.take()) {
+    py::list dtypes;
+    for (DType d : s.output_dtypes) dtypes.append(dtype_name(d));
+    py::list chunks;
+    for (const ChunkRecord& c : s.chunks) {
+      chunks.append(py::make_tuple(c.begin, c.end, c.start_nanos, c.end_nanos, c.thread_id));
+    }
+    rows.append(py::make_tuple(s.node_name, s.op, s.device, s.scheduled_nanos, s.start_nanos,
+                               s.end_nanos, s.thread_id, shapes_to_python(s.input_shapes),
+                               shapes_to_python(s.output_shapes), py::tuple(dtypes),
+                               py::tuple(chunks)));
+  }
+  return py::make_tuple(rows, py::cast(stats.thread_names()));
+}
+
 py::tuple run(Executor& executor, const std::vector<std::tuple<int, int, py::array>>& feeds,
               const std::vector<std::pair<int, int>>& fetches, const std::vector<int>& targets,
               std::optional<InterPool> inter_pool, std::int64_t timeout_ms, bool trace) {
@@ -114,14 +140,7 @@ py::tuple run(Executor& executor, const std::vector<std::tuple<int, int, py::arr
     t = Tensor();
   }
   py::object step_stats = py::none();
-  if (stats) {
-    py::list rows;
-    for (const NodeExecStats& s : stats->take()) {
-      rows.append(py::make_tuple(s.node_name, s.op, s.device, s.scheduled_micros, s.start_micros,
-                                 s.end_micros, s.thread_id));
-    }
-    step_stats = rows;
-  }
+  if (stats) step_stats = step_stats_to_python(*stats);
   return py::make_tuple(results, step_stats);
 }
 

@@ -11,6 +11,7 @@
 
 #include "opweave/spin.h"
 #include "opweave/task_recycler.h"
+#include "opweave/trace.h"
 
 namespace opweave {
 namespace {
@@ -19,14 +20,38 @@ namespace {
 // every piece of its loop is already running elsewhere and those threads split further.
 constexpr auto kHelpRecheck = std::chrono::microseconds(200);
 
+// Reports [begin, end) as one chunk run by the calling thread when it goes out of scope (also
+// when the body throws). Costs nothing without an observer.
+class ChunkReport {
+ public:
+  ChunkReport(ChunkObserver* observer, std::int64_t begin) noexcept
+      : observer_(observer), begin_(begin), started_(observer ? now_nanos() : 0) {}
+  ~ChunkReport() {
+    if (observer_ != nullptr) {
+      observer_->on_chunk({begin_, end, started_, now_nanos(), current_thread_id()});
+    }
+  }
+  ChunkReport(const ChunkReport&) = delete;
+  ChunkReport& operator=(const ChunkReport&) = delete;
+
+  std::int64_t end = 0;  // set by the runner once it knows where its piece ended
+
+ private:
+  ChunkObserver* observer_;
+  std::int64_t begin_;
+  std::int64_t started_;
+};
+
 // Lives on the caller's stack; every chunk task finishes with it before the caller returns.
 struct Loop {
-  Loop(ThreadPool* p, std::int64_t g, FunctionRef<void(std::int64_t, std::int64_t)> f)
-      : pool(p), grain(g), fn(f) {}
+  Loop(ThreadPool* p, std::int64_t g, FunctionRef<void(std::int64_t, std::int64_t)> f,
+       ChunkObserver* o)
+      : pool(p), grain(g), fn(f), observer(o) {}
 
   ThreadPool* pool;
   std::int64_t grain;
   FunctionRef<void(std::int64_t, std::int64_t)> fn;
+  ChunkObserver* observer;  // the caller's (trace.h); chunk runners on other threads report to it
   std::atomic<std::int64_t> pending{1};  // the caller's share + chunk tasks not yet finished
   std::atomic<int> unclaimed{0};         // chunk tasks pushed but not yet started
   std::atomic<int> caller_waiting{0};    // 1 while the caller has nothing left but to wait
@@ -100,6 +125,8 @@ bool Loop::split_off(std::int64_t b, std::int64_t e) noexcept {
 }
 
 void Loop::run_range(std::int64_t b, std::int64_t e) noexcept {
+  // What this thread runs without a break is [b, final e): splits only cut off the tail.
+  ChunkReport report(observer, b);
   bool may_split = true;  // false after a failed split: run the rest here
   while (e - b >= 2 * grain) {
     // relaxed: both are hints; a stale value makes one split early or late, never wrong.
@@ -127,6 +154,15 @@ void Loop::run_range(std::int64_t b, std::int64_t e) noexcept {
     b += grain;
   }
   call(b, e);
+  report.end = e;
+}
+
+// A loop run by the caller alone: one chunk.
+void run_inline(std::int64_t begin, std::int64_t end,
+                FunctionRef<void(std::int64_t, std::int64_t)> fn, ChunkObserver* observer) {
+  ChunkReport report(observer, begin);
+  report.end = end;
+  fn(begin, end);
 }
 
 }  // namespace
@@ -135,10 +171,11 @@ void parallel_for(ThreadPool* pool, std::int64_t begin, std::int64_t end, std::i
                   FunctionRef<void(std::int64_t, std::int64_t)> fn, double cost_per_element) {
   if (end <= begin) return;
   if (grain < 1) grain = 1;
+  ChunkObserver* const observer = current_chunk_observer();
   const std::int64_t n = end - begin;
   if (cost_per_element > 0) {
     if (static_cast<double>(n) * cost_per_element < kInlineCycles) {
-      fn(begin, end);
+      run_inline(begin, end, fn, observer);
       return;
     }
     // Coarsen to whole multiples of the caller's grain, keeping the boundary lattice.
@@ -147,7 +184,7 @@ void parallel_for(ThreadPool* pool, std::int64_t begin, std::int64_t end, std::i
     if (multiple > 1) grain *= static_cast<std::int64_t>(multiple);
   }
   if (pool == nullptr || n < 2 * grain) {
-    fn(begin, end);
+    run_inline(begin, end, fn, observer);
     return;
   }
   // Keeps a concurrent resize from rebuilding the pool under this loop (thread_pool.h). Not
@@ -155,11 +192,11 @@ void parallel_for(ThreadPool* pool, std::int64_t begin, std::int64_t end, std::i
   // the loop itself rather than wait.
   ThreadPool::Use use(*pool);
   if (!use.entered() || pool->num_workers() == 0) {
-    fn(begin, end);
+    run_inline(begin, end, fn, observer);
     return;
   }
 
-  Loop loop(pool, grain, fn);
+  Loop loop(pool, grain, fn, observer);
   loop.run_range(begin, end);
   loop.finish();
   // Help until every chunk has finished: run queued tasks (ours first when this thread is a

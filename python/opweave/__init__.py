@@ -24,7 +24,7 @@ except ImportError as exc:  # pragma: no cover - exercised only on broken instal
         f"{exc}"
     ) from exc
 
-from . import config, errors, kernels, models, tuning
+from . import config, errors, kernels, models, timeline, tuning
 from ._pool import parallel_info
 from ._threadpoolctl import register as _register_threadpoolctl
 from ._threads import (
@@ -146,6 +146,7 @@ __all__ = [
     "sub",
     "tanh",
     "threads",
+    "timeline",
     "transpose",
     "tune",
     "tuning",

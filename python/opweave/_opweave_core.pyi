@@ -43,7 +43,14 @@ class InterPool:
     @property
     def name(self) -> str: ...
 
-StatsRow = tuple[str, str, str, int, int, int, int]
+Shapes = tuple[tuple[int, ...], ...]
+# (begin, end, start ns, end ns, thread id)
+ChunkRow = tuple[int, int, int, int, int]
+# (name, op, device, scheduled ns, start ns, end ns, thread id, input shapes, output shapes,
+#  output dtype names, chunks)
+StatsRow = tuple[
+    str, str, str, int, int, int, int, Shapes, Shapes, tuple[str, ...], tuple[ChunkRow, ...]
+]
 
 class Executor:
     def __init__(self, graph: Graph) -> None: ...
@@ -55,7 +62,7 @@ class Executor:
         inter_pool: InterPool | None,
         timeout_ms: int,
         trace: bool,
-    ) -> tuple[list[np.ndarray[Any, Any]], list[StatsRow] | None]: ...
+    ) -> tuple[list[np.ndarray[Any, Any]], tuple[list[StatsRow], dict[int, str]] | None]: ...
     def num_compiled(self) -> int: ...
     def close(self) -> None: ...
 

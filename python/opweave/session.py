@@ -26,9 +26,11 @@ import numpy as np
 
 from . import _opweave_core as _core
 from . import errors
+from ._flops import op_flops
 from .config import (
     ConfigProto,
     DeviceStepStats,
+    IntraOpChunk,
     NodeExecStats,
     PoolConfigWarning,
     RunMetadata,
@@ -407,21 +409,39 @@ class Session:
             # Raised outside the except block so the CoreError does not show up as context.
             _raise_core_error(failure)
         if trace and run_metadata is not None:
-            run_metadata.step_stats = self._step_stats(stats or [])
+            run_metadata.step_stats = self._step_stats(stats or ([], {}))
         return fetches.rebuild(values)
 
-    def _step_stats(self, rows: list[tuple[str, str, str, int, int, int, int]]) -> StepStats:
+    def _step_stats(self, stats: tuple[list[_core.StatsRow], dict[int, str]]) -> StepStats:
+        rows, thread_names = stats
         by_device: dict[str, list[NodeExecStats]] = {}
-        for name, op, _device, scheduled, start, end, tid in rows:
+        for name, op_type, _device, sched, start, end, tid, ins, outs, dtypes, chunks in rows:
+            op = self._graph.get_operation_by_name(name)
             device = self._placement.get(name, self._devices[0])
             by_device.setdefault(device, []).append(
-                NodeExecStats(name, op, scheduled, start, end, tid)
+                NodeExecStats(
+                    node_name=name,
+                    op=op_type,
+                    scheduled_nanos=sched,
+                    all_start_nanos=start,
+                    all_end_nanos=end,
+                    thread_id=tid,
+                    thread_name=thread_names.get(tid, f"thread {tid}"),
+                    device=device,
+                    inputs=[t.name for t in op.inputs] + [f"^{c.name}" for c in op.control_inputs],
+                    input_shapes=list(ins),
+                    output_shapes=list(outs),
+                    output_dtypes=list(dtypes),
+                    flops=op_flops(op_type, op.attrs, ins, outs),
+                    intra_op_chunks=[IntraOpChunk(*c) for c in chunks],
+                )
             )
         return StepStats(
             [
                 DeviceStepStats(f"/job:localhost/replica:0/task:0{d}", s)
                 for d, s in by_device.items()
-            ]
+            ],
+            dict(thread_names),
         )
 
     def run(

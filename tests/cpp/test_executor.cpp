@@ -1,5 +1,6 @@
 // The executor's contract, without Python: pruning, feeds, continuation, failures, cancellation,
 // deadlines, caller-thread mode and concurrent runs.
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <thread>
@@ -7,6 +8,7 @@
 #include "opweave/executor/executor.h"
 #include "opweave/executor/kernel_registry.h"
 #include "opweave/executor/session_pools.h"
+#include "opweave/parallel_for.h"
 #include "testing.h"
 
 using namespace opweave;
@@ -148,7 +150,7 @@ OPWEAVE_TEST(independent_expensive_branches_run_on_different_threads_at_once) {
   std::vector<NodeExecStats> s = stats.take();
   OPWEAVE_CHECK_EQ(s.size(), std::size_t{2});
   if (s.size() == 2) {
-    OPWEAVE_CHECK(s[0].start_micros < s[1].end_micros && s[1].start_micros < s[0].end_micros);
+    OPWEAVE_CHECK(s[0].start_nanos < s[1].end_nanos && s[1].start_nanos < s[0].end_nanos);
     OPWEAVE_CHECK(s[0].thread_id != s[1].thread_id);
   }
 }
@@ -351,6 +353,73 @@ OPWEAVE_TEST(a_run_started_inside_a_node_runs_in_that_thread_without_deadlock) {
   req.fetches = {{outer, 0}};
   OPWEAVE_CHECK_EQ(value(ex->run(req)[0]), 0);
   OPWEAVE_CHECK(!Executor::in_node());
+}
+
+OPWEAVE_TEST(a_traced_run_names_its_threads_and_records_shapes_and_chunks) {
+  auto g = std::make_shared<Graph>();
+  register_test_kernels();
+  // TSpread: a kernel that splits a loop over the intra-op pool, then outputs a 2x3 tensor.
+  register_kernel("TSpread", {[](const NodeDef&) -> Kernel {
+                                return [](KernelContext& ctx) {
+                                  parallel_for(ctx.intra_pool, 0, 1 << 18, 64,
+                                               [](std::int64_t b, std::int64_t e) {
+                                                 volatile double x = 0;
+                                                 for (std::int64_t i = b; i < e; ++i) x = x + 1;
+                                               });
+                                  ctx.outputs[0] = Tensor::zeros(DType::kFloat64, {2, 3});
+                                };
+                              },
+                              CostHint::kExpensive});
+  int a = add(*g, "a", "Const", {}, {{"value", AttrValue{scalar(1)}}});
+  int s = add(*g, "s", "TSpread", {{a, 0}});
+  Executor ex(g);
+  ThreadPool inter(PoolOptions{2, "test-inter", 0, Affinity::kNone});
+  ThreadPool intra(PoolOptions{1, "test-intra", 50, Affinity::kNone});
+  StepStatsCollector stats;
+  RunRequest req;
+  req.inter_pool = &inter;
+  req.intra_pool = &intra;
+  req.observer = &stats;
+  req.fetches = {{s, 0}};
+  ex.run(req);
+
+  const std::map<long, std::string> names = stats.thread_names();
+  OPWEAVE_CHECK(names.at(current_thread_id()) == "caller");
+  OPWEAVE_CHECK(names.at(inter.worker_thread_ids().at(0)) == "inter-op 0");
+  OPWEAVE_CHECK(names.at(inter.worker_thread_ids().at(1)) == "inter-op 1");
+  OPWEAVE_CHECK(names.at(intra.worker_thread_ids().at(0)) == "intra-op 1");
+  OPWEAVE_CHECK_EQ(names.size(), std::size_t{4});
+
+  std::vector<NodeExecStats> nodes = stats.take();
+  auto spread = std::find_if(nodes.begin(), nodes.end(),
+                             [](const NodeExecStats& n) { return n.node_name == "s"; });
+  OPWEAVE_CHECK(spread != nodes.end());
+  if (spread == nodes.end()) return;
+  OPWEAVE_CHECK(spread->op == "TSpread");
+  OPWEAVE_CHECK(spread->input_shapes == std::vector<Shape>{Shape{}});
+  OPWEAVE_CHECK(spread->output_shapes == std::vector<Shape>{Shape({2, 3})});
+  OPWEAVE_CHECK(spread->output_dtypes == std::vector<DType>{DType::kFloat64});
+  OPWEAVE_CHECK(spread->scheduled_nanos <= spread->start_nanos);
+  OPWEAVE_CHECK(spread->start_nanos <= spread->end_nanos);
+  // The chunks tile the loop and ran inside the node's time, on the node's thread or an
+  // intra-op worker.
+  std::vector<ChunkRecord> chunks = spread->chunks;
+  std::sort(chunks.begin(), chunks.end(),
+            [](const ChunkRecord& x, const ChunkRecord& y) { return x.begin < y.begin; });
+  std::int64_t at = 0;
+  for (const ChunkRecord& c : chunks) {
+    OPWEAVE_CHECK_EQ(c.begin, at);
+    at = c.end;
+    OPWEAVE_CHECK(c.start_nanos >= spread->start_nanos && c.end_nanos <= spread->end_nanos);
+    OPWEAVE_CHECK(c.thread_id == spread->thread_id ||
+                  c.thread_id == intra.worker_thread_ids().at(0));
+  }
+  OPWEAVE_CHECK_EQ(at, std::int64_t{1} << 18);
+  // The constant ran too; an untraced run afterwards records nothing new.
+  OPWEAVE_CHECK_EQ(nodes.size(), std::size_t{2});
+  req.observer = nullptr;
+  ex.run(req);
+  OPWEAVE_CHECK(stats.take().empty());
 }
 
 OPWEAVE_TEST_MAIN()

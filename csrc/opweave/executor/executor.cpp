@@ -20,6 +20,33 @@ std::string tensor_id_key(const TensorId& t) {
   return std::to_string(t.node) + ":" + std::to_string(t.index) + ",";
 }
 
+// Forwards the parallel_for chunks of one traced node's kernel to the run's observer.
+struct NodeChunks final : ChunkObserver {
+  NodeChunks(ExecutionObserver* o, int n) : observer(o), node(n) {}
+  void on_chunk(const ChunkRecord& chunk) noexcept override { observer->on_chunk(node, chunk); }
+  ExecutionObserver* observer;
+  int node;
+};
+
+// Tells a traced run's observer which thread is which: the caller, the inter-op workers (when
+// the run uses the pool) and the intra-op workers, numbered from 1 because the thread that calls
+// parallel_for is the first of the op's threads.
+void name_threads(const RunRequest& req, bool run_inline) {
+  ExecutionObserver& o = *req.observer;
+  o.on_thread(current_thread_id(), "caller");
+  if (!run_inline) {
+    const std::vector<long> ids = req.inter_pool->worker_thread_ids();
+    for (std::size_t i = 0; i < ids.size(); ++i)
+      o.on_thread(ids[i], "inter-op " + std::to_string(i));
+  }
+  if (req.intra_pool != nullptr) {
+    const std::vector<long> ids = req.intra_pool->worker_thread_ids();
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+      o.on_thread(ids[i], "intra-op " + std::to_string(i + 1));
+    }
+  }
+}
+
 }  // namespace
 
 // The state of one run. It lives on the caller's stack; the caller returns only after
@@ -147,12 +174,16 @@ struct Executor::Run {
     for (int s : node.input_slots) inputs.push_back(slots[static_cast<std::size_t>(s)]);
     release_inputs(node);
     std::vector<Tensor> outputs(static_cast<std::size_t>(node.num_outputs));
-    if (req.observer) req.observer->on_start(*node.def, now_micros());
+    if (req.observer) req.observer->on_start(n, *node.def, now_nanos());
     // Only measured nodes pay for the clock reads of the cost estimate.
     const bool measure = node.hint == CostHint::kMeasure;
     const Clock::time_point t0 = measure ? Clock::now() : Clock::time_point();
     ++t_node_depth;
     try {
+      // A traced node's parallel_for chunks report to the observer; an untraced one (also in a
+      // run nested in a traced py_function) reports nowhere.
+      NodeChunks chunks(req.observer, n);
+      ScopedChunkObserver chunk_scope(req.observer != nullptr ? &chunks : nullptr);
       KernelContext ctx{*node.def, inputs, outputs, req.intra_pool};
       node.kernel(ctx);
     } catch (const OpError& e) {
@@ -172,7 +203,7 @@ struct Executor::Run {
       const std::int64_t old = node.cost_ns.load(std::memory_order_relaxed);
       node.cost_ns.store(old + (took - old) / 8, std::memory_order_relaxed);  // EWMA, weight 1/8
     }
-    if (req.observer) req.observer->on_end(*node.def, now_micros());
+    if (req.observer) req.observer->on_end(n, *node.def, now_nanos(), inputs, outputs);
     for (int i = 0; i < node.num_outputs; ++i) {
       slots[static_cast<std::size_t>(node.output_slot + i)] =
           std::move(outputs[static_cast<std::size_t>(i)]);
@@ -208,7 +239,7 @@ struct Executor::Run {
           continue;
         }
         ++newly_ready;
-        if (req.observer) req.observer->on_ready(*g.node(s).def, now_micros());
+        if (req.observer) req.observer->on_ready(s, *g.node(s).def, now_nanos());
         if (inline_mode || is_cheap(s)) {
           stack.push_back(s);
         } else if (continuation < 0) {
@@ -250,7 +281,7 @@ struct Executor::Run {
     if (roots.empty()) return;
     outstanding.store(static_cast<int>(roots.size()), std::memory_order_relaxed);
     if (req.observer) {
-      for (int r : roots) req.observer->on_ready(*g.node(r).def, now_micros());
+      for (int r : roots) req.observer->on_ready(r, *g.node(r).def, now_nanos());
     }
     if (inline_mode) {
       process(std::vector<int>(roots.rbegin(), roots.rend()));
@@ -341,6 +372,7 @@ std::vector<Tensor> Executor::run(const RunRequest& request) {
     throw RunFailure(ErrorCode::kCancelled, kClosedMessage, "", "", nullptr);
   }
   const bool run_inline = request.inter_pool == nullptr || in_node();
+  if (request.observer) name_threads(request, run_inline);
   Run run(*g, request, run_inline, closed_);
   for (std::size_t i = 0; i < feeds.size(); ++i) run.slots[i] = feeds[i]->second;
   run.run_all();

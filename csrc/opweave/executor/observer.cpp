@@ -1,59 +1,73 @@
 #include "opweave/executor/observer.h"
 
-#include <sys/syscall.h>
-#include <unistd.h>
-
-#include <chrono>
+#include <new>
 
 namespace opweave {
 
-std::int64_t now_micros() noexcept {
-  return std::chrono::duration_cast<std::chrono::microseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
+NodeExecStats& StepStatsCollector::slot(int node) {
+  const auto i = static_cast<std::size_t>(node);
+  if (i >= nodes_.size()) nodes_.resize(i + 1);
+  return nodes_[i];
 }
 
-long current_thread_id() noexcept {
-  thread_local long tid = static_cast<long>(::syscall(SYS_gettid));
-  return tid;
-}
-
-void StepStatsCollector::on_ready(const NodeDef& node, std::int64_t micros) {
+void StepStatsCollector::on_thread(long thread_id, const std::string& name) {
   std::lock_guard<std::mutex> lock(mutex_);
-  NodeExecStats s;
-  s.node_name = node.name;
-  s.op = node.op;
-  s.device = node.device;
-  s.scheduled_micros = micros;
-  open_.push_back(std::move(s));
+  thread_names_[thread_id] = name;
 }
 
-void StepStatsCollector::on_start(const NodeDef& node, std::int64_t micros) {
+void StepStatsCollector::on_ready(int node, const NodeDef& def, std::int64_t nanos) {
   std::lock_guard<std::mutex> lock(mutex_);
-  for (auto& s : open_) {
-    if (s.node_name == node.name && s.start_micros == 0) {
-      s.start_micros = micros;
-      s.thread_id = current_thread_id();
-      return;
-    }
+  NodeExecStats& s = slot(node);
+  s.node_name = def.name;
+  s.op = def.op;
+  s.device = def.device;
+  s.scheduled_nanos = nanos;
+}
+
+void StepStatsCollector::on_start(int node, const NodeDef& def, std::int64_t nanos) {
+  const long tid = current_thread_id();  // outside the lock: a system call
+  std::lock_guard<std::mutex> lock(mutex_);
+  NodeExecStats& s = slot(node);
+  s.start_nanos = nanos;
+  s.thread_id = tid;
+}
+
+void StepStatsCollector::on_chunk(int node, const ChunkRecord& chunk) noexcept {
+  std::lock_guard<std::mutex> lock(mutex_);
+  try {
+    slot(node).chunks.push_back(chunk);
+  } catch (const std::bad_alloc&) {
+    // A trace short of a chunk is better than a kernel failing for its tracing.
   }
 }
 
-void StepStatsCollector::on_end(const NodeDef& node, std::int64_t micros) {
+void StepStatsCollector::on_end(int node, const NodeDef& def, std::int64_t nanos,
+                                const std::vector<Tensor>& inputs,
+                                const std::vector<Tensor>& outputs) {
   std::lock_guard<std::mutex> lock(mutex_);
-  for (std::size_t i = 0; i < open_.size(); ++i) {
-    if (open_[i].node_name == node.name) {
-      open_[i].end_micros = micros;
-      done_.push_back(std::move(open_[i]));
-      open_.erase(open_.begin() + static_cast<std::ptrdiff_t>(i));
-      return;
-    }
+  NodeExecStats& s = slot(node);
+  s.end_nanos = nanos;
+  for (const Tensor& t : inputs) s.input_shapes.push_back(t.shape());
+  for (const Tensor& t : outputs) {
+    s.output_shapes.push_back(t.defined() ? t.shape() : Shape{});
+    s.output_dtypes.push_back(t.dtype());
   }
+  ended_.push_back(node);
 }
 
 std::vector<NodeExecStats> StepStatsCollector::take() {
   std::lock_guard<std::mutex> lock(mutex_);
-  return std::move(done_);
+  std::vector<NodeExecStats> out;
+  out.reserve(ended_.size());
+  for (int node : ended_) out.push_back(std::move(nodes_[static_cast<std::size_t>(node)]));
+  nodes_.clear();
+  ended_.clear();
+  return out;
+}
+
+std::map<long, std::string> StepStatsCollector::thread_names() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return thread_names_;
 }
 
 }  // namespace opweave

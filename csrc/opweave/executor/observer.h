@@ -8,52 +8,72 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <mutex>
 #include <string>
 #include <vector>
 
 #include "opweave/graph/graph.h"
+#include "opweave/tensor.h"
+#include "opweave/trace.h"
 
 namespace opweave {
 
-// Microseconds since the Unix epoch (as TensorFlow's step stats report them).
-std::int64_t now_micros() noexcept;
-// The kernel thread id (gettid) of the calling thread.
-long current_thread_id() noexcept;
-
-// Every method may be called concurrently from many threads.
+// Every method may be called concurrently from many threads. `node` is the node's index in the
+// run's compiled graph: each index is reported at most once per run, in the order ready, start,
+// then chunks (from any thread, between start and end), then end.
 class ExecutionObserver {
  public:
   virtual ~ExecutionObserver() = default;
-  // The node became ready (scheduled_micros).
-  virtual void on_ready(const NodeDef& node, std::int64_t micros) = 0;
-  virtual void on_start(const NodeDef& node, std::int64_t micros) = 0;
-  virtual void on_end(const NodeDef& node, std::int64_t micros) = 0;
+  // Which pool thread plays which part in this run ("caller", "inter-op 0", "intra-op 1", ...);
+  // called by the run's caller before any node starts.
+  virtual void on_thread(long thread_id, const std::string& name) = 0;
+  // The node became ready to run (its inputs exist).
+  virtual void on_ready(int node, const NodeDef& def, std::int64_t nanos) = 0;
+  // The kernel starts on the calling thread.
+  virtual void on_start(int node, const NodeDef& def, std::int64_t nanos) = 0;
+  // A parallel_for chunk of the node's kernel finished, on chunk.thread_id.
+  virtual void on_chunk(int node, const ChunkRecord& chunk) noexcept = 0;
+  // The kernel returned (or threw: then outputs may be undefined tensors).
+  virtual void on_end(int node, const NodeDef& def, std::int64_t nanos,
+                      const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs) = 0;
 };
 
 struct NodeExecStats {
   std::string node_name;
   std::string op;
   std::string device;
-  std::int64_t scheduled_micros = 0;
-  std::int64_t start_micros = 0;
-  std::int64_t end_micros = 0;
-  long thread_id = 0;
+  std::int64_t scheduled_nanos = 0;  // became ready
+  std::int64_t start_nanos = 0;
+  std::int64_t end_nanos = 0;
+  long thread_id = 0;  // the thread that ran the kernel
+  std::vector<Shape> input_shapes;
+  std::vector<Shape> output_shapes;  // empty entries for outputs a failed kernel did not make
+  std::vector<DType> output_dtypes;  // kFloat32 for outputs a failed kernel did not make
+  std::vector<ChunkRecord> chunks;   // its parallel_for pieces, in the order they finished
 };
 
-// Collects one NodeExecStats per executed node. Thread-safe.
+// Collects one NodeExecStats per executed node and the names of the run's threads. Thread-safe.
 class StepStatsCollector : public ExecutionObserver {
  public:
-  void on_ready(const NodeDef& node, std::int64_t micros) override;
-  void on_start(const NodeDef& node, std::int64_t micros) override;
-  void on_end(const NodeDef& node, std::int64_t micros) override;
-  // The finished records, in completion order.
+  void on_thread(long thread_id, const std::string& name) override;
+  void on_ready(int node, const NodeDef& def, std::int64_t nanos) override;
+  void on_start(int node, const NodeDef& def, std::int64_t nanos) override;
+  void on_chunk(int node, const ChunkRecord& chunk) noexcept override;
+  void on_end(int node, const NodeDef& def, std::int64_t nanos, const std::vector<Tensor>& inputs,
+              const std::vector<Tensor>& outputs) override;
+  // The nodes that ran to the end, in the order they ended.
   std::vector<NodeExecStats> take();
+  // Thread id -> role, as reported by on_thread.
+  std::map<long, std::string> thread_names() const;
 
  private:
-  std::mutex mutex_;  // guards both vectors: nodes start and end on many threads at once
-  std::vector<NodeExecStats> open_;
-  std::vector<NodeExecStats> done_;
+  NodeExecStats& slot(int node);  // requires mutex_
+
+  mutable std::mutex mutex_;  // guards everything below: nodes report from many threads at once
+  std::vector<NodeExecStats> nodes_;  // by compiled node index
+  std::vector<int> ended_;            // indices of nodes_ whose kernel returned, in that order
+  std::map<long, std::string> thread_names_;
 };
 
 }  // namespace opweave

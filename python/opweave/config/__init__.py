@@ -18,6 +18,7 @@ from . import threading
 from ._protos import (
     ConfigProto,
     DeviceStepStats,
+    IntraOpChunk,
     NodeExecStats,
     PoolConfigWarning,
     RunMetadata,
@@ -29,6 +30,7 @@ from ._protos import (
 __all__ = [
     "ConfigProto",
     "DeviceStepStats",
+    "IntraOpChunk",
     "NodeExecStats",
     "PoolConfigWarning",
     "RunMetadata",

@@ -15,6 +15,7 @@ from typing import ClassVar
 __all__ = [
     "ConfigProto",
     "DeviceStepStats",
+    "IntraOpChunk",
     "NodeExecStats",
     "PoolConfigWarning",
     "RunMetadata",
@@ -210,23 +211,70 @@ class RunOptions:
 
 
 @dataclass
-class NodeExecStats:
-    """Timings of one node in one traced run (microseconds since the Unix epoch).
+class IntraOpChunk:
+    """One piece ``[begin, end)`` of an op's parallel loop, run by one thread without a break.
 
-    ``thread_id`` is the kernel thread id (``gettid``) of the thread that ran the node.
+    Times are nanoseconds since the Unix epoch; ``thread_id`` is the kernel thread id.
+    """
+
+    begin: int
+    end: int
+    start_nanos: int
+    end_nanos: int
+    thread_id: int
+
+
+@dataclass
+class NodeExecStats:
+    """What one node did in one traced run.
+
+    Times are kept in nanoseconds since the Unix epoch; the ``*_micros`` properties give them
+    in microseconds, as TensorFlow's ``NodeExecStats`` does. ``thread_id`` is the kernel thread id
+    (``gettid``) of the thread that ran the node's kernel, and ``thread_name`` its role in the run
+    (``"caller"``, ``"inter-op 0"``, ``"intra-op 1"``, ...).
+
+    ``inputs`` names the tensors the node read (``"producer:index"``), ``input_shapes`` and
+    ``output_shapes`` are the shapes seen at run time, ``flops`` the floating-point operations
+    of the op where opweave knows them (``2*m*n*k`` for a matmul, one per output element for
+    element-wise ops, one per input element for reductions; ``None`` otherwise), and
+    ``intra_op_chunks`` the pieces its parallel loops were cut into, with the thread that ran
+    each.
     """
 
     node_name: str = ""
     op: str = ""
-    scheduled_micros: int = 0
-    all_start_micros: int = 0
-    all_end_micros: int = 0
+    scheduled_nanos: int = 0
+    all_start_nanos: int = 0
+    all_end_nanos: int = 0
     thread_id: int = 0
+    thread_name: str = ""
+    device: str = ""
+    inputs: list[str] = field(default_factory=list)
+    input_shapes: list[tuple[int, ...]] = field(default_factory=list)
+    output_shapes: list[tuple[int, ...]] = field(default_factory=list)
+    output_dtypes: list[str] = field(default_factory=list)
+    flops: int | None = None
+    intra_op_chunks: list[IntraOpChunk] = field(default_factory=list)
+
+    @property
+    def scheduled_micros(self) -> int:
+        """When the node became ready to run (all its inputs existed)."""
+        return self.scheduled_nanos // 1000
+
+    @property
+    def all_start_micros(self) -> int:
+        """When its kernel started."""
+        return self.all_start_nanos // 1000
+
+    @property
+    def all_end_micros(self) -> int:
+        """When its kernel returned."""
+        return self.all_end_nanos // 1000
 
     @property
     def timeline_label(self) -> str:
-        """``"<name> = <op>()"``, as TensorFlow's timeline shows it."""
-        return f"{self.node_name} = {self.op}()"
+        """``"<name> = <op>(<inputs>)"``, as TensorFlow's timeline shows it."""
+        return f"{self.node_name} = {self.op}({', '.join(self.inputs)})"
 
     @property
     def op_start_rel_micros(self) -> int:
@@ -254,9 +302,16 @@ class DeviceStepStats:
 
 @dataclass
 class StepStats:
-    """Per-device node timings of one run."""
+    """Per-device node timings of one run, and the role of every thread that took part.
+
+    ``thread_names`` maps kernel thread ids to ``"caller"`` (the thread that called
+    ``Session.run``), ``"inter-op <i>"`` (workers of the run's inter-op pool) and
+    ``"intra-op <i>"`` (workers of the intra-op pool, numbered from 1: the thread that starts a
+    parallel loop is the op's first thread).
+    """
 
     dev_stats: list[DeviceStepStats] = field(default_factory=list)
+    thread_names: dict[int, str] = field(default_factory=dict)
 
     @property
     def node_stats(self) -> list[NodeExecStats]:
