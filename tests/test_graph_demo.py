@@ -23,5 +23,16 @@ def test_graph_demo_prints_one_row_per_setting_and_identical_results() -> None:
         ("2", "2"),
         ("1", "-1"),
     ]
-    assert rows[0][3] == "1.00x"
+    # The speedup column is relative to (1, 1): a ratio of the medians printed beside it.
+    medians = [float(r[2]) for r in rows]
+    for r, ms in zip(rows, medians, strict=True):
+        assert abs(float(r[3].rstrip("x")) - medians[0] / ms) < 0.02  # both columns are rounded
+    # What a traced run of each setting saw: inter=1 and inter<0 never run two ops at once;
+    # inter=2 overlaps the py_function's 40 ms wait with the towers.
+    at_once = {(r[0], r[1]): int(r[4]) for r in rows}
+    assert at_once[("1", "1")] == at_once[("2", "1")] == at_once[("1", "-1")] == 1
+    assert at_once[("1", "2")] == at_once[("2", "2")] == 2
+    # intra=1 never splits an op.
+    threads_per_op = {(r[0], r[1]): int(r[5]) for r in rows}
+    assert threads_per_op[("1", "1")] == threads_per_op[("1", "2")] == 1
     assert "same result under every setting: yes" in out.stdout

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import opweave as ow
 import pytest
-from opweave.timeline import Timeline
+from opweave.timeline import Parallelism, Timeline, parallelism
 
 FULL_TRACE = ow.RunOptions(trace_level=ow.RunOptions.FULL_TRACE)
 PER_SESSION_2 = ow.ConfigProto(inter_op_parallelism_threads=2, use_per_session_threads=True)
@@ -229,3 +229,35 @@ def test_show_memory_is_refused_and_step_stats_are_required() -> None:
         Timeline(ow.RunMetadata().step_stats).generate_chrome_trace_format(show_memory=True)
     with pytest.raises(TypeError, match=r"run_metadata\.step_stats"):
         Timeline(ow.RunMetadata())  # type: ignore[arg-type]
+
+
+def test_parallelism_counts_ops_at_once_and_threads_per_op() -> None:
+    def nap(v: np.ndarray) -> np.ndarray:
+        time.sleep(0.1)
+        return v
+
+    with ow.Graph().as_default() as g:
+        c = ow.constant(1.0)
+        both = [ow.py_function(nap, [c], ow.float32, name=n) for n in ("left", "right")]
+    seen = parallelism(_traced(g, both, config=PER_SESSION_2).step_stats)
+    assert seen.max_ops_at_once == 2
+    assert seen.op_threads == 2
+    assert seen.max_threads_per_op == 1  # a py_function has no parallel loop
+    caller = parallelism(
+        _traced(g, both, config=ow.ConfigProto(inter_op_parallelism_threads=-1)).step_stats
+    )
+    assert (caller.max_ops_at_once, caller.op_threads) == (1, 1)
+
+
+def test_parallelism_sees_an_op_split_over_two_threads() -> None:
+    with ow.Graph().as_default() as g:
+        x = ow.placeholder(ow.float32, shape=(1 << 20,), name="x")
+        y = ow.tanh(x, name="y")
+    feed = {x: np.zeros(1 << 20, np.float32)}
+    with ow.threads(intra=2):
+        # As above: retry until the idle worker took a piece.
+        split = max(
+            parallelism(_traced(g, y, feed).step_stats).max_threads_per_op for _ in range(50)
+        )
+    assert split == 2
+    assert parallelism(ow.RunMetadata().step_stats) == Parallelism(0, 0, 0)

@@ -151,6 +151,9 @@ def test_cli_json_has_rows_stats_and_a_pasteable_recommendation(
         assert row["error"] is None
         assert len(row["times_ms"]) == 3
         assert row["min_ms"] <= row["q1_ms"] <= row["median_ms"] <= row["q3_ms"] <= row["max_ms"]
+        # A chain cannot run two ops at once, whatever inter says.
+        assert row["seen"]["max_ops_at_once"] == 1
+        assert row["seen"]["op_threads"] >= 1
     assert data["rows"][0]["speedup"] == 1.0
     rec = data["recommended"]
     assert rec in [{"intra": r["intra"], "inter": r["inter"]} for r in data["rows"]]
@@ -184,8 +187,9 @@ def test_cli_tunes_a_user_script_and_prints_the_table(tmp_path: Path) -> None:
     assert lines[0].startswith(f"{script}: a graph of ")
     rows = [line.split() for line in lines if line[:5].strip().isdigit()]
     assert [(r[0], r[1]) for r in rows] == [("1", "1"), ("2", "1")]
-    assert rows[0][5] == "reference"
-    assert rows[1][5] == "same"
+    assert [r[5] for r in rows] == ["1", "1"]  # inter=1: a traced run saw one op at a time
+    assert rows[0][7] == "reference"
+    assert rows[1][7] == "same"
     paste = next(line for line in lines if line.startswith("paste      : "))
     assert isinstance(eval(paste.split(": ", 1)[1], {"opweave": ow}), ow.ConfigProto)
     assert "recommended: intra=" in proc.stdout

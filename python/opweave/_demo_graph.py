@@ -5,7 +5,7 @@ branch that waits, like data loading does) runs under a grid of
 ``(intra_op_parallelism_threads, inter_op_parallelism_threads)`` settings. Each setting runs in a
 fresh process (:mod:`opweave._grid`, shared with the tuner), because the first Session of a
 process sizes the global pools. The table shows the median time of several runs, the speedup
-over ``(1, 1)``, and what the setting changed.
+over ``(1, 1)``, what one traced run saw the threads do at once, and what the setting changed.
 """
 
 from __future__ import annotations
@@ -83,7 +83,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"each setting in a fresh process (the first Session sizes the pools); "
         f"median of {RUNS} runs; {_cpus()} CPUs available\n"
     )
-    print(f"{'intra':>5} {'inter':>5} {'median ms':>10} {'speedup':>8}  what the setting changed")
+    print(
+        f"{'intra':>5} {'inter':>5} {'median ms':>10} {'speedup':>8} {'ops at once':>11} "
+        f"{'threads/op':>10}  what the setting changed"
+    )
     why = {(intra, inter): text for intra, inter, text in GRID}
     baseline: list[float] = []
     checks: list[str] = []
@@ -100,7 +103,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             baseline.append(ms)
         checks.append(run.check)
         speedup, text = baseline[0] / ms, why[run.intra, run.inter]
-        print(f"{run.intra:>5} {run.inter:>5} {ms:>10.1f} {speedup:>7.2f}x  {text}")
+        at_once, per_op = (
+            ("-", "-")
+            if run.seen is None
+            else (str(run.seen.max_ops_at_once), str(run.seen.max_threads_per_op))
+        )
+        print(
+            f"{run.intra:>5} {run.inter:>5} {ms:>10.1f} {speedup:>7.2f}x {at_once:>11} "
+            f"{per_op:>10}  {text}"
+        )
 
     target = _grid.Target("module", "opweave._demo_graph", label="demo")
     try:
@@ -108,9 +119,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except _grid.ModelError as e:
         print(f"the demo graph could not be built: {e}")
         return 1
+    print(
+        "\nops at once, threads/op: seen in one traced run of each setting (the most kernels "
+        "running at the same moment, the most threads one op's loops were split over)"
+    )
     same = all(c in ("reference", "same") for c in checks)
     print(
-        "\nsame result under every setting: "
+        "same result under every setting: "
         + ("yes (kernels are deterministic for any thread count)" if same else "NO")
     )
     return 0 if same and not failed else 1

@@ -34,6 +34,8 @@ from typing import Any, Literal, TextIO
 
 import numpy as np
 
+from .timeline import Parallelism
+
 __all__ = ["CellRun", "ModelError", "Progress", "Target", "resolve_target", "run_grid"]
 
 TargetKind = Literal["builtin", "file", "module"]
@@ -188,7 +190,8 @@ class CellRun:
     ``times`` are the timed runs in seconds (empty when the worker failed); ``error`` says why it
     failed (with the tail of its stderr); ``check`` compares the fetched values with the
     reference setting's: ``"reference"``, ``"same"``, ``"mismatch"`` (then ``mismatch`` says
-    where), or ``"unchecked"`` (this or the reference setting failed).
+    where), or ``"unchecked"`` (this or the reference setting failed). ``seen`` is what one traced
+    run showed the threads doing at once.
     """
 
     intra: int
@@ -200,6 +203,7 @@ class CellRun:
     pools: tuple[int, int] | None = None
     description: str = ""
     wall_seconds: float = 0.0
+    seen: Parallelism | None = None
 
 
 class Progress:
@@ -449,6 +453,7 @@ def run_grid(
                     mismatch = compare_values(ref_values, values)
                     check = "same" if mismatch is None else "mismatch"
                 pools = report.get("pools")
+                seen = report.get("seen")
                 run = CellRun(
                     intra,
                     inter,
@@ -458,6 +463,7 @@ def run_grid(
                     pools=(int(pools[0]), int(pools[1])) if pools else None,
                     description=str(report.get("description", "")),
                     wall_seconds=wall,
+                    seen=Parallelism(**seen) if seen else None,
                 )
             done[(intra, inter)] = run
             if progress is not None:

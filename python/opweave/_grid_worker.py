@@ -6,12 +6,16 @@ folder where the worker writes ``report.json`` (the run times, or why the model 
 built) and the fetched values of the last run (``values.npz`` + ``values.json``), which the
 parent compares with the reference setting's.
 
+After the timed runs, one traced run records what the threads did at once
+(:func:`opweave.timeline.parallelism`), reported as ``seen``.
+
 The pools are sized before the user's ``build()`` runs (an empty first Session with the
 setting's ConfigProto), so nothing ``build()`` does can size them otherwise.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import json
 import os
@@ -28,6 +32,7 @@ import numpy as np
 from ._grid import MODEL_ERROR_STATUS, ModelError
 from .framework import Graph
 from .models import BUILTIN, Model
+from .timeline import parallelism
 
 _EXPECTED = "(graph, fetches, feed_dict) or an opweave.models.Model"
 
@@ -159,9 +164,14 @@ def run_setting(spec: Mapping[str, Any]) -> dict[str, Any]:
             t0 = time.perf_counter()
             result = sess.run(model.fetches, model.feed_dict)
             times.append(time.perf_counter() - t0)
+        # One more run, traced and not timed: what the threads really did at once.
+        meta = ow.RunMetadata()
+        options = ow.RunOptions(trace_level=ow.RunOptions.FULL_TRACE)
+        sess.run(model.fetches, model.feed_dict, options=options, run_metadata=meta)
     _save_values(result, Path(spec["out"]))
     return {
         "times": times,
+        "seen": dataclasses.asdict(parallelism(meta.step_stats)),
         "pools": [ow.get_num_threads(), ow.get_num_interop_threads()],
         "description": model.description,
         "pid": os.getpid(),

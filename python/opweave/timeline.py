@@ -44,12 +44,13 @@ from __future__ import annotations
 import json
 import os
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from ._version import __version__
 from .config import NodeExecStats, StepStats
 
-__all__ = ["Timeline"]
+__all__ = ["Parallelism", "Timeline", "parallelism"]
 
 _PID = 1
 _ROLE_ORDER = (("caller", 0), ("inter-op ", 1), ("intra-op ", 1000))
@@ -260,3 +261,54 @@ class Timeline:
                     }
                 )
         return events
+
+
+@dataclass(frozen=True)
+class Parallelism:
+    """How parallel one traced run really was (see :func:`parallelism`).
+
+    Attributes
+    ----------
+    max_ops_at_once : int
+        The most ops whose kernels ran at the same moment (inter-op parallelism seen).
+    op_threads : int
+        How many distinct threads ran ops.
+    max_threads_per_op : int
+        The most distinct threads that ran pieces of one op's parallel loops, the op's own
+        thread included (intra-op parallelism seen); 1 when no op was split.
+    """
+
+    max_ops_at_once: int
+    op_threads: int
+    max_threads_per_op: int
+
+
+def parallelism(step_stats: StepStats) -> Parallelism:
+    """What a traced run's threads did at once, read off its step stats.
+
+    Examples
+    --------
+    >>> import opweave as ow
+    >>> g = ow.Graph()
+    >>> with g.as_default():
+    ...     y = ow.reduce_sum(ow.constant([1.0, 2.0]) * 2.0)
+    >>> meta = ow.RunMetadata()
+    >>> with ow.Session(graph=g, config=ow.ConfigProto(inter_op_parallelism_threads=-1)) as s:
+    ...     _ = s.run(y, options=ow.RunOptions(trace_level=3), run_metadata=meta)
+    >>> parallelism(meta.step_stats)
+    Parallelism(max_ops_at_once=1, op_threads=1, max_threads_per_op=1)
+    """
+    nodes = step_stats.node_stats
+    # Sweep the kernels' intervals: +1 at each start, -1 at each end (ends first on ties, so
+    # an op that starts as another ends does not count as overlapping it).
+    edges = sorted([(n.all_start_nanos, 1) for n in nodes] + [(n.all_end_nanos, -1) for n in nodes])
+    running = most = 0
+    for _, step in edges:
+        running += step
+        most = max(most, running)
+    per_op = [len({n.thread_id} | {c.thread_id for c in n.intra_op_chunks}) for n in nodes]
+    return Parallelism(
+        max_ops_at_once=most,
+        op_threads=len({n.thread_id for n in nodes}),
+        max_threads_per_op=max(per_op, default=0),
+    )

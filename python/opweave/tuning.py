@@ -22,6 +22,7 @@ module that defines ``build()``, or a module-level ``build`` function. ``build()
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import statistics
@@ -34,6 +35,7 @@ from typing import Any, TextIO
 from . import _grid
 from ._grid import ModelError as TuneError
 from .config import ConfigProto
+from .timeline import Parallelism
 
 __all__ = ["TuneError", "TuneResult", "TuneRow", "default_grid", "recommend", "tune"]
 
@@ -89,6 +91,9 @@ class TuneRow:
         ``(1, 1)``), ``"same"``, ``"mismatch"`` (a bug: see ``mismatch``) or ``"unchecked"``.
     mismatch : str or None
         Where the values differ (or why they could not be compared).
+    seen : Parallelism or None
+        What one traced run of the setting showed: the most ops at once and the most threads
+        one op was split over (:func:`opweave.timeline.parallelism`).
 
     Examples
     --------
@@ -103,6 +108,7 @@ class TuneRow:
     error: str | None = None
     check: str = "unchecked"
     mismatch: str | None = None
+    seen: Parallelism | None = None
 
     @property
     def ok(self) -> bool:
@@ -370,6 +376,7 @@ class TuneResult:
                     "check": r.check,
                     "mismatch": r.mismatch,
                     "error": r.error,
+                    "seen": None if r.seen is None else dataclasses.asdict(r.seen),
                 }
                 for r, s in zip(self.rows, speedups, strict=True)
             ],
@@ -380,14 +387,16 @@ class TuneResult:
         }
 
     def format_table(self) -> str:
-        """The table ``python -m opweave tune`` prints: medians, spread, speedup, result check."""
+        """The table ``python -m opweave tune`` prints: medians, spread, speedup, what a traced run
+        saw (ops at once, threads per op), result check."""
         same_name = self.description.startswith(f"{self.model}:")  # "chain: chain: ..." reads badly
         lines = [
             self.description if same_name else f"{self.model}: {self.description}",
             f"each setting in a fresh process: {self.warmup} warm-up + {self.runs} timed runs; "
             f"{self.cpus} CPU{'s' if self.cpus != 1 else ''} available",
             "",
-            f"{'intra':>5} {'inter':>5} {'median ms':>10} {'IQR ms':>19} {'speedup':>8}  result",
+            f"{'intra':>5} {'inter':>5} {'median ms':>10} {'IQR ms':>19} {'speedup':>8} "
+            f"{'ops at once':>11} {'threads/op':>10}  result",
         ]
         best = self.best
         for r in self.rows:
@@ -404,10 +413,15 @@ class TuneResult:
             iqr = f"{r.q1 * 1e3:.3f}-{r.q3 * 1e3:.3f}"
             speedup = self.speedup(r)
             ratio = "-" if math.isnan(speedup) else f"{speedup:.2f}x"
+            at_once, per_op = (
+                ("-", "-")
+                if r.seen is None
+                else (str(r.seen.max_ops_at_once), str(r.seen.max_threads_per_op))
+            )
             lines.append(
                 head
-                + f"{r.median * 1e3:>10.3f} {iqr:>19} {ratio:>8}  {check:<9} "
-                f"{' '.join(note)}".rstrip()
+                + f"{r.median * 1e3:>10.3f} {iqr:>19} {ratio:>8} {at_once:>11} {per_op:>10}  "
+                f"{check:<9} {' '.join(note)}".rstrip()
             )
         lines.append("")
         if self.recommended is None:
@@ -581,7 +595,7 @@ def tune(
     )
     description = next((c.description for c in runs_done if c.description), "")
     rows = tuple(
-        TuneRow(c.intra, c.inter, c.times, c.error, c.check, c.mismatch) for c in runs_done
+        TuneRow(c.intra, c.inter, c.times, c.error, c.check, c.mismatch, c.seen) for c in runs_done
     )
     return TuneResult(
         target.label or target.ref,
