@@ -4,6 +4,8 @@
   (``opweave.models.mlp_towers``) under four (intra, inter) settings, drawn from the JSON that
   :class:`opweave.timeline.Timeline` writes (also saved, not committed, as
   ``docs/img/timeline_<intra>_<inter>.json`` for chrome://tracing or Perfetto).
+- ``docs/img/tune_mlp.png``: the tuner's heat map (``opweave.tune``) of the same model over
+  intra and inter in {1, 2, 4}, each setting in a fresh process; the table is printed too.
 
 Needs matplotlib (``pip install "opweave[plot]"``). The pictures show the machine they were made
 on: the README says which.
@@ -121,6 +123,10 @@ def main(argv: list[str] | None = None) -> int:
     m = ow.models.mlp_towers()
     draw_timelines(panels, f"{m.description}, {cpus} CPUs", OUT / "timeline.png")
     print(f"wrote {OUT / 'timeline.png'} (and the traces as docs/img/timeline_*.json)")
+    result = ow.tune("mlp", intra=[1, 2, 4], inter=[1, 2, 4], runs=15)
+    print(result.format_table())
+    result.plot(OUT / "tune_mlp.png")
+    print(f"wrote {OUT / 'tune_mlp.png'}")
     return 0
 
 
