@@ -180,3 +180,69 @@ def test_tensor_cannot_be_used_as_python_bool(graph: ow.Graph) -> None:
 def test_scalar_constants_keep_rank_zero(graph: ow.Graph) -> None:
     assert ow.constant(3.0).shape == ()
     assert (ow.placeholder(ow.int32, shape=()) * 2).shape == ()
+
+
+def test_constant_dtype_inference_follows_tensorflow(graph: ow.Graph) -> None:
+    assert ow.constant(1.5).dtype is ow.float32
+    assert ow.constant([1, 2.5]).dtype is ow.float32
+    assert ow.constant(3).dtype is ow.int32
+    assert ow.constant(np.float64(1.5)).dtype is ow.float64
+    assert ow.constant(np.int64(3)).dtype is ow.int64
+    assert ow.constant(np.float32(1.5)).dtype is ow.float32
+    assert ow.constant(np.bool_(True)).dtype is ow.bool
+    assert ow.constant(-(2**31)).dtype is ow.int32
+    assert ow.constant(2**31).dtype is ow.int64
+    big = ow.constant([1, 2**40])
+    assert big.dtype is ow.int64
+    with ow.Session() as sess:
+        assert sess.run(big).tolist() == [1, 2**40]
+    with pytest.raises(TypeError):
+        ow.constant(2**64)
+
+
+def test_constant_of_explicit_dtype_never_truncates(graph: ow.Graph) -> None:
+    with pytest.raises(TypeError, match=r"^Expected int32, but got 2\.5 of type 'float'\.$"):
+        ow.constant(2.5, dtype=ow.int32)
+    with pytest.raises(TypeError, match=r"^Expected int32, but got 2\.0 of type 'float'\.$"):
+        ow.convert_to_tensor(2.0, ow.int32)
+    with pytest.raises(TypeError, match=r"^Expected int32, but got 1\.5 of type 'float'\.$"):
+        ow.constant([1, 1.5], dtype=ow.int32)
+    with pytest.raises(TypeError, match="Expected int32"):
+        ow.constant(np.array([1.5]), dtype=ow.int32)
+    with pytest.raises(TypeError, match="Expected int32"):
+        ow.constant(2**40, dtype=ow.int32)
+    with pytest.raises(TypeError, match="Expected bool"):
+        ow.constant(1, dtype=ow.bool)
+    assert ow.constant(2, dtype=ow.float32).dtype is ow.float32
+    assert ow.constant(np.array([1.5]), dtype=ow.float32).dtype is ow.float32
+
+
+def test_python_operand_that_would_truncate_is_a_type_error(graph: ow.Graph) -> None:
+    i = ow.constant([1])
+    mismatch = "Input 'y' of 'Add' Op 'add(_[0-9]+)?' has type {} that does not match type {} of"
+    with pytest.raises(TypeError, match=mismatch.format("float32", "int32")):
+        _ = i + 2.5
+    with pytest.raises(TypeError, match=mismatch.format("float32", "int32")):
+        _ = i + 2.0  # TensorFlow rejects integral floats too
+    with pytest.raises(TypeError, match=mismatch.format("int32", "float32")):
+        _ = 2.5 + i
+    with pytest.raises(TypeError, match=mismatch.format("int64", "int32")):
+        _ = i + 2**40  # would wrap around in int32
+    with pytest.raises(TypeError, match="float64 that does not match type int32"):
+        _ = i * np.float64(2.5)
+    with pytest.raises(TypeError, match="float32 that does not match type int32"):
+        _ = i - [2.5]
+    with pytest.raises(TypeError, match="Input 'b' of 'MatMul' Op 'MatMul' has type float32"):
+        ow.matmul(ow.constant([[1]]), [[2.5]])
+
+
+def test_python_operand_that_converts_without_loss_takes_the_tensor_dtype(
+    graph: ow.Graph,
+) -> None:
+    f = ow.constant([1.0])
+    i64 = ow.constant(np.array([1], np.int64))
+    fetches = [f + 2, 2 + f, i64 + 2, i64 * np.int32(3), ow.matmul([[2]], ow.constant([[1.5]]))]
+    assert [t.dtype for t in fetches] == [ow.float32, ow.float32, ow.int64, ow.int64, ow.float32]
+    with ow.Session() as sess:
+        got = sess.run(fetches)
+    assert [v.tolist() for v in got] == [[3.0], [3.0], [3], [3], [[3.0]]]

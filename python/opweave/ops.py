@@ -20,7 +20,7 @@ from typing import Any, overload
 
 import numpy as np
 
-from .dtypes import DType, as_dtype, bool_, float32, implicit_array, int32
+from .dtypes import DType, as_dtype, bool_, float32, implicit_array, int32, int64
 from .framework import Operation, Shape, Tensor, format_shape, get_default_graph
 
 __all__ = [
@@ -73,35 +73,85 @@ def _input_shapes(op_type: str, name: str, *shapes: Shape) -> str:
     )
 
 
+def _inferred_dtype(value: Any) -> DType:
+    """TensorFlow's dtype for a constant given without ``dtype``.
+
+    NumPy arrays and scalars keep theirs; Python floats become float32, Python ints int32, or
+    int64 when some value does not fit in int32; bools stay bool.
+    """
+    arr = np.asarray(value)
+    if isinstance(value, (np.ndarray, np.generic)):
+        return as_dtype(arr.dtype)
+    if arr.dtype.kind == "f":
+        return float32
+    if arr.dtype.kind in "iu":
+        info = np.iinfo(np.int32)
+        fits = arr.size == 0 or (info.min <= arr.min() and arr.max() <= info.max)
+        return int32 if fits else int64
+    return as_dtype(arr.dtype)
+
+
+def _short_repr(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _conversion_error(value: Any, dtype: DType) -> TypeError:
+    """TensorFlow's "Expected int32, but got 2.5 of type 'float'.", naming the first element of a
+    Python sequence that does not convert."""
+    culprit = value
+    if isinstance(value, (list, tuple)):
+        for element in np.asarray(value, dtype=object).flat:
+            try:
+                implicit_array(element, dtype)
+            except (TypeError, ValueError, OverflowError):
+                culprit = element
+                break
+    return TypeError(
+        f"Expected {dtype.name}, but got {_short_repr(culprit)} of type '{type(culprit).__name__}'."
+    )
+
+
 def constant(value: Any, dtype: Any = None, shape: ShapeLike = None, name: str = "Const") -> Tensor:
     """A tensor holding ``value`` (copied into the graph).
 
     Parameters
     ----------
     value : array_like
-        The value; Python floats become float32 and ints int32 unless ``dtype`` says otherwise.
+        The value. Without ``dtype``, NumPy arrays and scalars keep their dtype, Python floats
+        become float32, Python ints int32 (int64 when a value does not fit in int32), as in
+        TensorFlow.
     dtype : DType, optional
+        The element type. ``value`` must convert to it without losing anything: ints become
+        floats, but a float never becomes an int (not even ``2.0``, as in TensorFlow) and an
+        int that does not fit is an error instead of wrapping around.
     shape : sequence of int, optional
         Reshape (or broadcast a scalar) to this shape.
     name : str
+
+    Raises
+    ------
+    TypeError
+        When ``value`` does not convert to ``dtype`` implicitly:
+        ``Expected int32, but got 2.5 of type 'float'.`` (use :func:`cast` to truncate).
 
     Examples
     --------
     >>> import opweave as ow
     >>> ow.constant([1, 2]).dtype
     opweave.int32
+    >>> ow.constant(np.float64(1.5)).dtype, ow.constant(2**40).dtype
+    (opweave.float64, opweave.int64)
+    >>> ow.constant(2.5, dtype=ow.int32)
+    Traceback (most recent call last):
+    ...
+    TypeError: Expected int32, but got 2.5 of type 'float'.
     """
-    if dtype is None:
-        arr = np.asarray(value)
-        if arr.dtype.kind == "f":
-            dt = float32 if not isinstance(value, np.ndarray) else as_dtype(arr.dtype)
-        elif arr.dtype.kind in "iu":
-            dt = int32 if not isinstance(value, np.ndarray) else as_dtype(arr.dtype)
-        else:
-            dt = as_dtype(arr.dtype)
-    else:
-        dt = as_dtype(dtype)
-    arr = np.array(value, dtype=dt.as_numpy_dtype)
+    dt = _inferred_dtype(value) if dtype is None else as_dtype(dtype)
+    try:
+        arr = implicit_array(value, dt)
+    except (TypeError, ValueError, OverflowError):
+        raise _conversion_error(value, dt) from None
     if shape is not None:
         target = tuple(int(d) for d in shape)  # type: ignore[arg-type]
         arr = np.broadcast_to(arr, target).copy() if arr.size == 1 else arr.reshape(target)
@@ -112,7 +162,11 @@ def constant(value: Any, dtype: Any = None, shape: ShapeLike = None, name: str =
 
 
 def convert_to_tensor(value: TensorLike, dtype: DType | None = None, name: str = "Const") -> Tensor:
-    """``value`` itself when it is a Tensor (dtype checked), else a constant of ``dtype``."""
+    """``value`` itself when it is a Tensor (dtype checked), else a constant of ``dtype``.
+
+    Like :func:`constant`, a value that does not convert to ``dtype`` without loss is a
+    TypeError (``Expected int32, but got 2.5 of type 'float'.``), never truncated.
+    """
     if isinstance(value, Tensor):
         if dtype is not None and value.dtype is not dtype:
             raise TypeError(
@@ -120,6 +174,27 @@ def convert_to_tensor(value: TensorLike, dtype: DType | None = None, name: str =
             )
         return value
     return constant(value, dtype=dtype, name=name)
+
+
+def _like(value: TensorLike, dtype: DType) -> Tensor:
+    """``value`` as a tensor, of ``dtype`` when it converts implicitly (``2`` beside a float
+    tensor is ``2.0``), else of its own dtype (``2.5`` beside an int tensor stays float32, so the
+    op's dtype check rejects it), as TensorFlow's dtype hint for operands does."""
+    if isinstance(value, Tensor):
+        return value
+    try:
+        implicit_array(value, dtype)
+    except (TypeError, ValueError, OverflowError):
+        return constant(value)
+    return constant(value, dtype=dtype)
+
+
+def _operands(x: TensorLike, y: TensorLike) -> tuple[Tensor, Tensor]:
+    """Both operands of a binary op as tensors; a Tensor's dtype is the hint for the other."""
+    if isinstance(y, Tensor) and not isinstance(x, Tensor):
+        return _like(x, y.dtype), y
+    a = convert_to_tensor(x)
+    return a, _like(y, a.dtype)
 
 
 def placeholder(dtype: Any, shape: ShapeLike = None, name: str = "Placeholder") -> Tensor:
@@ -200,12 +275,7 @@ def _broadcast(a: Shape, b: Shape, op_type: str, name: str) -> Shape:
 
 def _binary(op_type: str, x: TensorLike, y: TensorLike, name: str | None) -> Tensor:
     name = name or op_type.lower()
-    if isinstance(x, Tensor):
-        a = x
-        b = convert_to_tensor(y, a.dtype if not isinstance(y, Tensor) else None)
-    else:
-        b = convert_to_tensor(y)
-        a = convert_to_tensor(x, b.dtype)
+    a, b = _operands(x, y)
     g = get_default_graph()
     full = g.unique_name(name)
     if a.dtype is not b.dtype:
@@ -220,7 +290,21 @@ def _binary(op_type: str, x: TensorLike, y: TensorLike, name: str | None) -> Ten
 
 
 def add(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
-    """``x + y`` with NumPy broadcasting (same dtype required, as in TensorFlow)."""
+    """``x + y`` with NumPy broadcasting (same dtype required, as in TensorFlow).
+
+    A Python or NumPy operand takes the tensor operand's dtype when it converts without loss
+    (``float_tensor + 2`` adds ``2.0``); otherwise it keeps its own and the op is a TypeError,
+    never a truncation. The same holds for every binary op and :func:`matmul`.
+
+    Examples
+    --------
+    >>> import opweave as ow
+    >>> with ow.Graph().as_default():
+    ...     ow.constant([1]) + 2.5
+    Traceback (most recent call last):
+    ...
+    TypeError: Input 'y' of 'Add' Op 'add' has type float32 that does not match type int32 of ...
+    """
     return _binary("Add", x, y, name)
 
 
@@ -310,12 +394,7 @@ def matmul(
     (2, 4)
     """
     name = name or "MatMul"
-    ta = (
-        a
-        if isinstance(a, Tensor)
-        else convert_to_tensor(a, b.dtype if isinstance(b, Tensor) else None)
-    )
-    tb = convert_to_tensor(b, ta.dtype if not isinstance(b, Tensor) else None)
+    ta, tb = _operands(a, b)
     g = get_default_graph()
     full = g.unique_name(name)
     if ta.dtype is not tb.dtype:
