@@ -246,3 +246,28 @@ def test_python_operand_that_converts_without_loss_takes_the_tensor_dtype(
     with ow.Session() as sess:
         got = sess.run(fetches)
     assert [v.tolist() for v in got] == [[3.0], [3.0], [3], [3], [[3.0]]]
+
+
+def test_build_errors_name_the_uniquified_op(graph: ow.Graph) -> None:
+    f = ow.constant(np.zeros((2, 3), np.float32))
+    i = ow.constant([1, 2])
+    b = ow.constant([True])
+    ow.exp(f)
+    with pytest.raises(TypeError, match="'Exp' Op 'Exp_1' needs a float32"):
+        ow.exp(i)
+    ow.neg(f)
+    with pytest.raises(TypeError, match="'Neg' Op 'Neg_1' does not support dtype bool"):
+        ow.neg(b)
+    ow.reduce_sum(f)
+    with pytest.raises(ValueError, match="for 'Sum_1' \\(op: 'Sum'\\)"):
+        ow.reduce_sum(f, axis=5)
+    with pytest.raises(TypeError, match="'Mean' Op 'tower/Mean' does not"), ow.name_scope("tower"):
+        ow.reduce_mean(b)
+    ow.reshape(f, [6])
+    with pytest.raises(ValueError, match="for 'Reshape_1' \\(op: 'Reshape'\\)"):
+        ow.reshape(f, [4])
+    with pytest.raises(ValueError, match="'Reshape' Op 'Reshape_2': invalid target shape"):
+        ow.reshape(f, [-1, -1])
+    ow.transpose(f)
+    with pytest.raises(ValueError, match="for 'transpose_1' \\(op: 'Transpose'\\)"):
+        ow.transpose(f, [0, 0])

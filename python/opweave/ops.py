@@ -331,13 +331,15 @@ def maximum(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
 def _unary(op_type: str, x: TensorLike, name: str | None, floating: bool) -> Tensor:
     t = convert_to_tensor(x)
     name = name or op_type
+    g = get_default_graph()
+    full = g.unique_name(name)
     if floating and not t.dtype.is_floating:
         raise TypeError(
-            f"'{op_type}' Op '{name}' needs a float32 or float64 input, got {t.dtype.name}"
+            f"'{op_type}' Op '{full}' needs a float32 or float64 input, got {t.dtype.name}"
         )
     if t.dtype is bool_:
-        raise TypeError(f"'{op_type}' Op '{name}' does not support dtype bool")
-    return get_default_graph()._create_op(op_type, [t], {}, [(t.dtype, t.shape)], name).outputs[0]
+        raise TypeError(f"'{op_type}' Op '{full}' does not support dtype bool")
+    return g._create_op(op_type, [t], {}, [(t.dtype, t.shape)], name, unique_name=full).outputs[0]
 
 
 def neg(x: TensorLike, name: str | None = None) -> Tensor:
@@ -439,8 +441,10 @@ def _reduce(
 ) -> Tensor:
     t = convert_to_tensor(x)
     name = name or op_type
+    g = get_default_graph()
+    full = g.unique_name(name)
     if op_type in ("Sum", "Mean") and t.dtype is bool_:
-        raise TypeError(f"'{op_type}' Op '{name}' does not support dtype bool")
+        raise TypeError(f"'{op_type}' Op '{full}' does not support dtype bool")
     axes: list[int] | None = None
     if axis is not None:
         axes = [int(axis)] if isinstance(axis, (int, np.integer)) else [int(a) for a in axis]
@@ -455,7 +459,7 @@ def _reduce(
                 if not -rank <= a < rank:
                     raise ValueError(
                         f"Invalid reduction dimension {a} for input with {rank} dimensions "
-                        + _input_shapes(op_type, name, t.shape)
+                        + _input_shapes(op_type, full, t.shape)
                         + "."
                     )
                 norm.append(a % rank)
@@ -463,7 +467,7 @@ def _reduce(
         shape = tuple(d for d in dims if d != -1)
     attrs: dict[str, Any] = {"keepdims": bool(keepdims), "all_axes": axes is None}
     attrs["axes"] = axes if axes is not None else []
-    return get_default_graph()._create_op(op_type, [t], attrs, [(t.dtype, shape)], name).outputs[0]
+    return g._create_op(op_type, [t], attrs, [(t.dtype, shape)], name, unique_name=full).outputs[0]
 
 
 def reduce_sum(
@@ -544,9 +548,11 @@ def reshape(x: TensorLike, shape: Sequence[int], name: str | None = None) -> Ten
     """Same elements, new shape (one dim may be -1: inferred)."""
     t = convert_to_tensor(x)
     name = name or "Reshape"
+    g = get_default_graph()
+    full = g.unique_name(name)
     target = [int(d) for d in shape]
     if sum(1 for d in target if d == -1) > 1 or any(d < -1 for d in target):
-        raise ValueError(f"'Reshape' Op '{name}': invalid target shape {target}")
+        raise ValueError(f"'Reshape' Op '{full}': invalid target shape {target}")
     out: list[int | None] = [d if d != -1 else None for d in target]
     if t.shape is not None and all(d is not None for d in t.shape):
         n = int(np.prod([d for d in t.shape if d is not None], dtype=np.int64))
@@ -556,20 +562,20 @@ def reshape(x: TensorLike, shape: Sequence[int], name: str | None = None) -> Ten
         elif (-1 in target and (known == 0 or n % known)) or (-1 not in target and known != n):
             raise ValueError(
                 f"Cannot reshape a tensor with {n} elements to shape {target} "
-                + _input_shapes("Reshape", name, t.shape)
+                + _input_shapes("Reshape", full, t.shape)
                 + "."
             )
-    return (
-        get_default_graph()
-        ._create_op("Reshape", [t], {"shape": target}, [(t.dtype, tuple(out))], name)
-        .outputs[0]
-    )
+    return g._create_op(
+        "Reshape", [t], {"shape": target}, [(t.dtype, tuple(out))], name, unique_name=full
+    ).outputs[0]
 
 
 def transpose(x: TensorLike, perm: Sequence[int] | None = None, name: str | None = None) -> Tensor:
     """Permute dimensions (``perm=None`` reverses them)."""
     t = convert_to_tensor(x)
     name = name or "transpose"
+    g = get_default_graph()
+    full = g.unique_name(name)
     shape: Shape = None
     p = [int(i) for i in perm] if perm is not None else None
     if t.shape is not None:
@@ -579,17 +585,14 @@ def transpose(x: TensorLike, perm: Sequence[int] | None = None, name: str | None
         if sorted(p) != list(range(rank)):
             raise ValueError(
                 f"perm {p} is not a permutation of {rank} dimensions "
-                + _input_shapes("Transpose", name, t.shape)
+                + _input_shapes("Transpose", full, t.shape)
                 + "."
             )
         shape = tuple(t.shape[i] for i in p)
-    return (
-        get_default_graph()
-        ._create_op(
-            "Transpose", [t], {"perm": p if p is not None else []}, [(t.dtype, shape)], name
-        )
-        .outputs[0]
-    )
+    attrs = {"perm": p if p is not None else []}
+    return g._create_op(
+        "Transpose", [t], attrs, [(t.dtype, shape)], name, unique_name=full
+    ).outputs[0]
 
 
 def cast(x: TensorLike, dtype: Any, name: str | None = None) -> Tensor:
