@@ -271,3 +271,26 @@ def test_build_errors_name_the_uniquified_op(graph: ow.Graph) -> None:
     ow.transpose(f)
     with pytest.raises(ValueError, match="for 'transpose_1' \\(op: 'Transpose'\\)"):
         ow.transpose(f, [0, 0])
+
+
+def test_batched_matmul_broadcasts_batch_dims_and_applies_transposes(graph: ow.Graph) -> None:
+    def shape_of(sa: tuple[int | None, ...], sb: tuple[int | None, ...], **kw: bool) -> object:
+        return ow.matmul(ow.placeholder(ow.float32, sa), ow.placeholder(ow.float32, sb), **kw).shape
+
+    assert shape_of((5, 2, 3), (5, 3, 6)) == (5, 2, 6)
+    assert shape_of((5, 2, 3), (1, 3, 6)) == (5, 2, 6)
+    assert shape_of((2, 3), (4, 3, 6)) == (4, 2, 6)
+    assert shape_of((7, 1, 2, 3), (4, 3, 6)) == (7, 4, 2, 6)
+    assert shape_of((None, 3, 2), (3, 6), transpose_a=True) == (None, 2, 6)
+    assert shape_of((5, 3, 2), (5, 6, 3), transpose_a=True, transpose_b=True) == (5, 2, 6)
+
+
+def test_batched_matmul_batch_mismatch_names_both_full_input_shapes(graph: ow.Graph) -> None:
+    a = ow.constant(np.ones((5, 2, 3), np.float32))
+    b = ow.constant(np.ones((4, 3, 6), np.float32))
+    with pytest.raises(
+        ValueError,
+        match=r"^Dimensions must be equal, but are 5 and 4 for 'MatMul' \(op: 'MatMul'\) with "
+        r"input shapes: \[5,2,3\], \[4,3,6\]\.$",
+    ):
+        ow.matmul(a, b)

@@ -133,3 +133,19 @@ def test_a_reversed_feed_is_reduced_in_index_order() -> None:
     v = a[::-1, ::-1]
     for g, w in zip(got, [v.sum(axis=1), v.max(axis=0), v.mean(axis=1)], strict=True):
         np.testing.assert_array_equal(g, w)
+
+
+@pytest.mark.parametrize("transpose_a", [False, True])
+@pytest.mark.parametrize("transpose_b", [False, True])
+def test_batched_and_transposed_matmul_match_numpy(transpose_a: bool, transpose_b: bool) -> None:
+    a = RNG.standard_normal((4, 1, 3, 5))
+    b = RNG.standard_normal((2, 5, 6))
+    a_in = a.swapaxes(-1, -2) if transpose_a else a
+    b_in = b.swapaxes(-1, -2) if transpose_b else b
+    with ow.Graph().as_default():
+        y = ow.matmul(
+            ow.constant(a_in), ow.constant(b_in), transpose_a=transpose_a, transpose_b=transpose_b
+        )
+        assert y.shape == (4, 2, 3, 6)
+        got = run(y)
+    np.testing.assert_allclose(got, a @ b, rtol=1e-12, atol=1e-12)  # type: ignore[arg-type]

@@ -249,7 +249,11 @@ def group(*inputs: Operation | Tensor, name: str = "group_deps") -> Operation:
 # -- element-wise -----------------------------------------------------------------------------
 
 
-def _broadcast(a: Shape, b: Shape, op_type: str, name: str) -> Shape:
+def _broadcast(
+    a: Shape, b: Shape, op_type: str, name: str, inputs: tuple[Shape, Shape] | None = None
+) -> Shape:
+    """The broadcast of shapes ``a`` and ``b``; the error names ``inputs`` (default: ``a, b``),
+    so matmul can report its full input shapes rather than their batch dims."""
     if a is None or b is None:
         return None
     out: list[int | None] = []
@@ -267,7 +271,7 @@ def _broadcast(a: Shape, b: Shape, op_type: str, name: str) -> Shape:
         else:
             raise ValueError(
                 f"Dimensions must be equal, but are {da} and {db} "
-                + _input_shapes(op_type, name, a, b)
+                + _input_shapes(op_type, name, *(inputs or (a, b)))
                 + "."
             )
     return tuple(reversed(out))
@@ -382,7 +386,8 @@ def matmul(
     Raises
     ------
     ValueError
-        When the inner dimensions differ, naming the op and both shapes.
+        When the inner dimensions differ or the batch dimensions do not broadcast, naming the
+        op and both full input shapes (``... with input shapes: [5,2,3], [4,3,6].``).
     TypeError
         For non-floating or mismatched dtypes.
 
@@ -423,7 +428,7 @@ def matmul(
                 + _input_shapes("MatMul", full, sa, sb)
                 + "."
             )
-        batch = _broadcast(sa[:-2], sb[:-2], "MatMul", full)
+        batch = _broadcast(sa[:-2], sb[:-2], "MatMul", full, inputs=(sa, sb))
         assert batch is not None
         shape = (*batch, m, n)
     attrs = {"transpose_a": bool(transpose_a), "transpose_b": bool(transpose_b)}
