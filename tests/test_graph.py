@@ -294,3 +294,19 @@ def test_batched_matmul_batch_mismatch_names_both_full_input_shapes(graph: ow.Gr
         r"input shapes: \[5,2,3\], \[4,3,6\]\.$",
     ):
         ow.matmul(a, b)
+
+
+def test_truediv_casts_in_its_own_name_scope_and_needs_one_dtype(graph: ow.Graph) -> None:
+    i = ow.constant([1, 2], name="i")
+    q = i / i
+    assert q.op.name == "truediv"
+    assert [t.op.type for t in q.op.inputs] == ["Cast", "Cast"]
+    assert [t.op.name for t in q.op.inputs] == ["truediv/Cast", "truediv/Cast_1"]
+    assert (ow.constant([1.0]) / 2).op.type == "Div"
+    with pytest.raises(
+        TypeError,
+        match=r"^`x` and `y` must have the same dtype, got opweave.int32 != opweave.float32\.$",
+    ):
+        _ = i / 2.5
+    with pytest.raises(TypeError, match=r"Invalid dtype opweave\.bool in truediv"):
+        _ = ow.constant([True]) / ow.constant([True])

@@ -149,3 +149,25 @@ def test_batched_and_transposed_matmul_match_numpy(transpose_a: bool, transpose_
         assert y.shape == (4, 2, 3, 6)
         got = run(y)
     np.testing.assert_allclose(got, a @ b, rtol=1e-12, atol=1e-12)  # type: ignore[arg-type]
+
+
+def test_slash_on_integer_tensors_is_truediv_in_float64_and_div_floors() -> None:
+    with ow.Graph().as_default():
+        i32 = ow.constant([-7, 7])
+        i64 = ow.constant(np.array([-7, 7], np.int64))
+        f32 = ow.constant([-7.0, 7.0])
+        slash = [i32 / 2, i64 / 2, 14 / i32, i32 / 0, f32 / 2, ow.truediv(i32, i32)]
+        assert [t.dtype for t in slash] == [ow.float64] * 4 + [ow.float32, ow.float64]
+        floor = ow.div(i32, 2)
+        assert floor.dtype is ow.int32
+        got = run([slash, floor])
+    assert isinstance(got, list)
+    assert [v.tolist() for v in got[0]] == [
+        [-3.5, 3.5],
+        [-3.5, 3.5],
+        [-2.0, 2.0],
+        [-np.inf, np.inf],
+        [-3.5, 3.5],
+        [1.0, 1.0],
+    ]
+    assert got[1].tolist() == [-4, 3]

@@ -79,6 +79,7 @@ from .ops import (
     sub,
     tanh,
     transpose,
+    truediv,
 )
 from .session import Session, get_default_session
 
@@ -146,6 +147,7 @@ __all__ = [
     "tanh",
     "threads",
     "transpose",
+    "truediv",
 ]
 
 # At interpreter exit (after non-daemon threads were joined, before finalization starts): refuse

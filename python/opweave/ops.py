@@ -20,7 +20,7 @@ from typing import Any, overload
 
 import numpy as np
 
-from .dtypes import DType, as_dtype, bool_, float32, implicit_array, int32, int64
+from .dtypes import DType, as_dtype, bool_, float32, float64, implicit_array, int32, int64
 from .framework import Operation, Shape, Tensor, format_shape, get_default_graph
 
 __all__ = [
@@ -50,6 +50,7 @@ __all__ = [
     "sub",
     "tanh",
     "transpose",
+    "truediv",
 ]
 
 TensorLike = Tensor | float | int | bool | Sequence[Any] | np.ndarray
@@ -277,11 +278,13 @@ def _broadcast(
     return tuple(reversed(out))
 
 
-def _binary(op_type: str, x: TensorLike, y: TensorLike, name: str | None) -> Tensor:
+def _binary(
+    op_type: str, x: TensorLike, y: TensorLike, name: str | None, unique_name: str | None = None
+) -> Tensor:
     name = name or op_type.lower()
     a, b = _operands(x, y)
     g = get_default_graph()
-    full = g.unique_name(name)
+    full = unique_name if unique_name is not None else g.unique_name(name)
     if a.dtype is not b.dtype:
         raise TypeError(
             f"Input 'y' of '{op_type}' Op '{full}' has type {b.dtype.name} that does not match "
@@ -323,8 +326,52 @@ def mul(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
 
 
 def div(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
-    """``x / y`` with broadcasting (integer division floors; integer division by zero fails)."""
+    """TensorFlow 1's ``tf.div``: ``x / y`` with broadcasting, flooring for integers.
+
+    Integer division floors (``div([-7, 7], 2)`` is ``[-4, 3]``) and integer division by zero
+    fails with ``InvalidArgumentError``; floats divide exactly. The ``/`` operator on tensors is
+    :func:`truediv` instead, as in TensorFlow 1 under Python 3.
+    """
     return _binary("Div", x, y, name)
+
+
+def truediv(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
+    """``x / y`` as Python 3 divides: TensorFlow 1's ``tf.truediv``, what ``/`` on tensors does.
+
+    int32 and int64 operands are cast to float64 first (exact for integers up to 2**53), so the
+    result is float64 and never floored; float operands divide as :func:`div`. Both operands
+    must have the same dtype (a Python number takes the tensor's when it converts without loss).
+
+    Raises
+    ------
+    TypeError
+        For operands of different dtypes ("`x` and `y` must have the same dtype, got
+        opweave.int32 != opweave.float32.", TensorFlow's text) or bool operands.
+
+    Examples
+    --------
+    >>> import opweave as ow
+    >>> with ow.Graph().as_default():
+    ...     q = ow.constant([-7, 7]) / 2
+    ...     with ow.Session() as sess:
+    ...         print(q.dtype, sess.run(q))
+    opweave.float64 [-3.5  3.5]
+    """
+    name = name or "truediv"
+    a, b = _operands(x, y)
+    if a.dtype is not b.dtype:
+        raise TypeError(f"`x` and `y` must have the same dtype, got {a.dtype!r} != {b.dtype!r}.")
+    if a.dtype is bool_:
+        raise TypeError(
+            "Invalid dtype opweave.bool in truediv. Expected one of opweave.int32, "
+            "opweave.int64, opweave.float32, opweave.float64."
+        )
+    if a.dtype.is_floating:
+        return _binary("Div", a, b, name)
+    # As TensorFlow: the casts live in a name scope and the division is named after it.
+    with get_default_graph().name_scope(name) as scope:
+        a, b = cast(a, float64), cast(b, float64)
+    return _binary("Div", a, b, name, unique_name=scope[:-1])
 
 
 def maximum(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
