@@ -418,3 +418,28 @@ def test_forked_child_runs_every_kind_of_session_pool_without_hanging() -> None:
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.split("\n")[:2] == ["child 0", "idle child 0"]
+
+
+def test_as_default_makes_the_session_default_for_eval_and_run_without_closing_it() -> None:
+    with ow.Graph().as_default() as g:
+        c = ow.constant(2.0)
+        hits: list[int] = []
+        counted = ow.py_function(lambda: hits.append(1) or np.float32(0), [], ow.float32)
+    outer_graph = ow.get_default_graph()
+    sess = ow.Session(graph=g)
+    assert ow.get_default_session() is None
+    with sess.as_default() as entered:
+        assert entered is sess
+        assert ow.get_default_session() is sess
+        assert c.eval() == 2.0
+        counted.op.run()
+        assert hits == [1]
+        assert ow.get_default_graph() is outer_graph  # as in TensorFlow: the graph is unchanged
+        with ow.Session(graph=g) as inner:
+            assert ow.get_default_session() is inner
+        assert ow.get_default_session() is sess
+    assert ow.get_default_session() is None
+    assert sess.run(c) == 2.0  # not closed
+    with pytest.raises(ValueError, match="Cannot evaluate without a session"):
+        c.eval()
+    sess.close()

@@ -509,6 +509,29 @@ class Session:
 
         return call
 
+    def as_default(self) -> contextlib.AbstractContextManager[Session]:
+        """Make this the default session of this thread inside a ``with`` block.
+
+        :meth:`Tensor.eval` and :meth:`Operation.run` without ``session=`` use the default
+        session. Unlike ``with Session() as sess:``, leaving the block does not close the
+        session. As in TensorFlow, the default graph is unchanged: to add ops to ``sess.graph``
+        when it is not the default graph, also enter ``sess.graph.as_default()``.
+
+        Examples
+        --------
+        >>> import opweave as ow
+        >>> with ow.Graph().as_default():
+        ...     c = ow.constant(2.0)
+        ...     sess = ow.Session()
+        >>> with sess.as_default():
+        ...     print(c.eval())
+        2.0
+        >>> print(sess.run(c))  # still open
+        2.0
+        >>> sess.close()
+        """
+        return _as_default_session(self)
+
     def close(self) -> None:
         """Cancel the runs in flight, release the session's own pools. Idempotent.
 
