@@ -43,6 +43,20 @@ def test_fetch_structures_come_back_with_the_same_shape() -> None:
         assert isinstance(sess.run(a), np.ndarray)
 
 
+def test_mapping_fetches_keep_their_type_and_a_defaultdict_its_factory() -> None:
+    with ow.Graph().as_default() as g:
+        a = ow.constant(1.0, name="a")
+    with ow.Session(graph=g) as sess:
+        out = sess.run(collections.defaultdict(list, {"a": a}))
+        ordered = sess.run(collections.OrderedDict([("b", a), ("a", "a:0")]))
+    assert isinstance(out, collections.defaultdict)
+    assert out.default_factory is list
+    assert out["a"] == 1.0
+    assert out["missing"] == []
+    assert isinstance(ordered, collections.OrderedDict)
+    assert list(ordered) == ["b", "a"]
+
+
 def test_invalid_fetches_are_type_and_value_errors() -> None:
     with ow.Graph().as_default() as g:
         ow.constant(1.0, name="a")

@@ -12,6 +12,7 @@ array([2., 4.], dtype=float32)
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import functools
 import os
@@ -114,10 +115,14 @@ class _Fetches:
         if isinstance(fetches, Mapping):
             parts = {k: self._flatten(v) for k, v in fetches.items()}
             kind = type(fetches)
+            # A defaultdict comes back as one with the same default_factory, as in TensorFlow.
+            factory = (
+                (fetches.default_factory,) if isinstance(fetches, collections.defaultdict) else ()
+            )
 
             def build_dict(values: list[np.ndarray]) -> Any:
                 built = {k: f(values) for k, f in parts.items()}
-                return built if kind is dict else kind(built)  # type: ignore[call-arg]
+                return built if kind is dict else kind(*factory, built)  # type: ignore[call-arg]
 
             return build_dict
         if isinstance(fetches, (list, tuple)):
