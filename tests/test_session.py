@@ -149,6 +149,22 @@ def test_make_callable_runs_the_fetches_with_positional_feeds() -> None:
             double()
 
 
+def test_make_callable_rejects_a_bad_feed_list_when_made() -> None:
+    with ow.Graph().as_default() as g:
+        x = ow.placeholder(ow.float32, shape=(), name="x")
+        y = ow.identity(x)
+    with ow.Session(graph=g) as sess:
+        with pytest.raises(TypeError, match="Cannot interpret feed_list key 'nope:0' as a Tensor"):
+            sess.make_callable(y, feed_list=["nope:0"])
+        with pytest.raises(TypeError, match="Cannot interpret feed_list key 3 as a Tensor"):
+            sess.make_callable(y, feed_list=[x, 3])
+        with pytest.raises(TypeError, match="Cannot interpret feed_list key 'x' as a Tensor"):
+            sess.make_callable(y, feed_list=["x"])  # an op, not a tensor
+        with pytest.raises(TypeError, match="`feed_list` must be a list or tuple"):
+            sess.make_callable(y, feed_list=x)  # type: ignore[arg-type]
+        assert sess.make_callable(y, feed_list=("x:0",))(1.5) == 1.5
+
+
 def test_py_function_exception_keeps_its_type_and_traceback_and_session_still_works() -> None:
     class MyError(Exception):
         pass

@@ -315,19 +315,22 @@ class Session:
                 self._placed += 1
 
     # -- running --------------------------------------------------------------------------------
+    def _feed_key(self, key: Any, where: str = "feed_dict") -> Tensor:
+        """The tensor a feed key (tensor or ``"name:0"``) names; TypeError for anything else."""
+        try:
+            t = self._graph.as_graph_element(key)
+        except (TypeError, KeyError, ValueError) as e:
+            raise TypeError(f"Cannot interpret {where} key {key!r} as a Tensor: {e}") from None
+        if not isinstance(t, Tensor):
+            raise TypeError(f"Cannot interpret {where} key {key!r} as a Tensor.")
+        return t
+
     def _feeds(self, feed_dict: Mapping[Any, Any] | None) -> list[tuple[int, int, np.ndarray]]:
         feeds: list[tuple[int, int, np.ndarray]] = []
         if not feed_dict:
             return feeds
         for key, value in feed_dict.items():
-            try:
-                t = self._graph.as_graph_element(key)
-            except (TypeError, KeyError, ValueError) as e:
-                raise TypeError(
-                    f"Cannot interpret feed_dict key {key!r} as a Tensor: {e}"
-                ) from None
-            if not isinstance(t, Tensor):
-                raise TypeError(f"Cannot interpret feed_dict key {key!r} as a Tensor.")
+            t = self._feed_key(key)
             if isinstance(value, (Tensor, Operation)):
                 raise TypeError(
                     f"The value of a feed cannot be an opweave.{type(value).__name__} (feeding "
@@ -485,7 +488,9 @@ class Session:
     ) -> Callable[..., Any]:
         """A function that runs ``fetches`` with positional values for ``feed_list``.
 
-        The fetch structure is resolved once, so repeated calls skip that work.
+        The fetch structure and the ``feed_list`` keys are resolved once, here, so repeated calls
+        skip that work and a key that names no tensor is a TypeError at once (TensorFlow accepts
+        it until the first call).
 
         Examples
         --------
@@ -498,7 +503,11 @@ class Session:
         array(42, dtype=int32)
         """
         prepared = _Fetches(self._graph, fetches)
-        keys = list(feed_list or [])
+        if feed_list is not None and not isinstance(feed_list, (list, tuple)):
+            raise TypeError(
+                f"Argument `feed_list` must be a list or tuple. Received: feed_list={feed_list}"
+            )
+        keys = [self._feed_key(key, "feed_list") for key in feed_list or ()]
 
         def call(
             *args: Any,
