@@ -40,7 +40,6 @@ def test_fetch_structures_come_back_with_the_same_shape() -> None:
         assert out["op"] is None
         assert out["name"] is None
         assert sess.run(a) == 1.0
-        assert isinstance(sess.run(a), np.ndarray)
 
 
 def test_mapping_fetches_keep_their_type_and_a_defaultdict_its_factory() -> None:
@@ -55,6 +54,26 @@ def test_mapping_fetches_keep_their_type_and_a_defaultdict_its_factory() -> None
     assert out["missing"] == []
     assert isinstance(ordered, collections.OrderedDict)
     assert list(ordered) == ["b", "a"]
+
+
+def test_zero_d_fetches_are_numpy_scalars_and_others_arrays() -> None:
+    with ow.Graph().as_default() as g:
+        f = ow.constant(1.5, name="f")
+        i = ow.constant(np.int64(3))
+        b = ow.constant(True)
+        x = ow.placeholder(ow.float64, shape=())
+        v = ow.constant([1.0])
+    with ow.Session(graph=g) as sess:
+        out = sess.run({"f": f, "i": [i], "b": (b,), "x": x, "v": v, "s": ow.reduce_sum(v)}, {x: 2})
+        call = sess.make_callable(x * 2.0, [x])
+        assert type(call(4.0)) is np.float64
+    assert type(out["f"]) is np.float32
+    assert type(out["i"][0]) is np.int64
+    assert type(out["b"][0]) is np.bool_
+    assert type(out["x"]) is np.float64
+    assert type(out["s"]) is np.float32
+    assert type(out["v"]) is np.ndarray
+    assert out["v"].shape == (1,)
 
 
 def test_invalid_fetches_are_type_and_value_errors() -> None:

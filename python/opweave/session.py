@@ -107,7 +107,9 @@ class _Fetches:
             self._tensor_index[id(el)] = index
             self.tensors.append(el)
         i = index
-        return lambda values: values[i]
+        # As TensorFlow: a 0-d value comes back as a NumPy scalar (numpy.float32, ...), which
+        # owns its memory like any fetch; other values as arrays.
+        return lambda values: values[i][()] if values[i].ndim == 0 else values[i]
 
     def _flatten(self, fetches: Any) -> Callable[[list[np.ndarray]], Any]:
         if isinstance(fetches, (Tensor, Operation, str)):
@@ -445,7 +447,8 @@ class Session:
         ----------
         fetches : Tensor, Operation, str, or nested list/tuple/dict of them
             ``"x:0"`` names a tensor and ``"x"`` an op. Ops come back as None, tensors as
-            NumPy arrays; the result has the structure of ``fetches``.
+            NumPy arrays, 0-d tensors as NumPy scalars (``numpy.float32`` ...), as in
+            TensorFlow; the result has the structure of ``fetches``.
         feed_dict : dict, optional
             Tensor (or tensor name) -> value. Any tensor may be fed, not only placeholders;
             whatever lies only upstream of fed tensors does not run. Arrays whose dtype and
@@ -474,8 +477,9 @@ class Session:
         ...     a = ow.constant(3.0, name="a")
         ...     b = ow.identity(a, name="b")
         ...     with ow.Session() as s:
-        ...         s.run(["b:0", {"a": a}], feed_dict={a: 5.0})
-        [array(5., dtype=float32), {'a': array(5., dtype=float32)}]
+        ...         b_value, a_dict = s.run(["b:0", {"a": a}], feed_dict={a: 5.0})
+        >>> print(b_value, type(b_value).__name__, a_dict["a"])
+        5.0 float32 5.0
         """
         prepared = _Fetches(self._graph, fetches)
         return self._run(prepared, self._feeds(feed_dict), options, run_metadata)
@@ -499,8 +503,8 @@ class Session:
         ...     x = ow.placeholder(ow.int32, shape=())
         ...     with ow.Session() as s:
         ...         double = s.make_callable(x * 2, [x])
-        ...         double(21)
-        array(42, dtype=int32)
+        ...         print(double(21))
+        42
         """
         prepared = _Fetches(self._graph, fetches)
         if feed_list is not None and not isinstance(feed_list, (list, tuple)):
