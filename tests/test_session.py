@@ -273,6 +273,35 @@ def test_caller_thread_mode_runs_every_op_in_the_calling_thread() -> None:
     assert threads == [threading.get_ident()] * 8
 
 
+@pytest.mark.parametrize("inter", [2, -1])
+def test_control_dependent_op_starts_only_after_its_control_input_finished(inter: int) -> None:
+    order: list[str] = []
+
+    def slow() -> np.ndarray:
+        order.append("slow started")
+        time.sleep(0.05)  # widens the window in which a missing dependency would show
+        order.append("slow finished")
+        return np.float32(0)
+
+    def dependent() -> np.ndarray:
+        order.append("dependent ran")
+        return np.float32(0)
+
+    with ow.Graph().as_default() as g:
+        s = ow.py_function(slow, [], ow.float32, name="slow")
+        with ow.control_dependencies([s]):
+            d = ow.py_function(dependent, [], ow.float32, name="dependent")
+    expected = ["slow started", "slow finished", "dependent ran"]
+    config = ow.ConfigProto(inter_op_parallelism_threads=inter, use_per_session_threads=inter > 0)
+    with ow.Session(graph=g, config=config) as sess:
+        sess.run(d)  # the control input runs although nothing fetches it
+        assert order == expected
+        for fetches in ([d, s], [s, d]):
+            order.clear()
+            sess.run(fetches)
+            assert order == expected
+
+
 def _sleep_chain(n: int, seconds: float) -> tuple[ow.Graph, ow.Tensor, list[int]]:
     counter = [0]
 
