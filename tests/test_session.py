@@ -336,9 +336,19 @@ def test_operation_timeout_in_ms_applies_to_every_run() -> None:
     config = ow.ConfigProto(
         operation_timeout_in_ms=100, inter_op_parallelism_threads=1, use_per_session_threads=True
     )
-    with ow.Session(graph=g, config=config) as sess, pytest.raises(ow.errors.DeadlineExceededError):
-        sess.run(last)
-    assert counter[0] < 100
+    with ow.Session(graph=g, config=config) as sess:
+        runs = [
+            lambda: sess.run(last),
+            lambda: sess.run(last),  # not only the first run of the session
+            lambda: sess.run(last, options=ow.RunOptions()),  # timeout_in_ms=0: the default
+            sess.make_callable(last),
+        ]
+        for run in runs:
+            before = counter[0]
+            with pytest.raises(ow.errors.DeadlineExceededError, match="longer than 100 ms"):
+                run()
+            assert 0 < counter[0] - before < 100
+        assert sess.run("Const:0") == 0.0  # a run within the deadline still succeeds
 
 
 @pytest.mark.parametrize("inter", [0, -1])
