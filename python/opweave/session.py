@@ -187,6 +187,7 @@ class Session:
             config = ConfigProto()
         if not isinstance(config, ConfigProto):
             raise TypeError(f"config must be an opweave.ConfigProto, got {type(config).__name__}")
+        config._check_all()  # fields are checked when set; this catches containers changed since
         self._graph = graph
         self._config = config
         self._closed = False

@@ -23,6 +23,7 @@ from ._protos import (
     RunMetadata,
     RunOptions,
     StepStats,
+    ThreadPoolOptionList,
     ThreadPoolOptionProto,
 )
 
@@ -34,6 +35,7 @@ __all__ = [
     "RunMetadata",
     "RunOptions",
     "StepStats",
+    "ThreadPoolOptionList",
     "ThreadPoolOptionProto",
     "threading",
 ]
