@@ -257,6 +257,36 @@ def test_py_function_calling_session_run_does_not_deadlock_with_one_inter_thread
     runner.close()
 
 
+def test_helper_thread_of_a_py_function_can_run_nested_in_its_own_thread() -> None:
+    # The documented way out of the helper-thread deadlock (see py_function's Notes): the
+    # helper's run executes in the helper, so the one blocked inter-op worker is not needed.
+    # In a subprocess so that a regression fails on a timeout instead of hanging the suite.
+    result = run_python(
+        """
+        import threading
+        import numpy as np
+        import opweave as ow
+        config = ow.ConfigProto(inter_op_parallelism_threads=1, use_per_session_threads=True)
+        with ow.Graph().as_default() as g:
+            inner = ow.py_function(lambda: np.float32(2.0), [], ow.float32)
+            sess = ow.Session(graph=g, config=config)
+            def body():
+                box = []
+                in_helper = ow.RunOptions(inter_op_thread_pool=-1)
+                nested = lambda: box.append(sess.run(inner, options=in_helper))
+                helper = threading.Thread(target=nested)
+                helper.start()
+                helper.join()
+                return box[0] * 3
+            outer = ow.py_function(body, [], ow.float32)
+        print(sess.run(outer))
+        """,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "6.0"
+
+
 def test_caller_thread_mode_runs_every_op_in_the_calling_thread() -> None:
     threads: list[int] = []
 

@@ -704,6 +704,21 @@ def py_function(
     Tensor or list of Tensor
         One tensor when ``Tout`` is a single dtype, else a list (shapes unknown).
 
+    Notes
+    -----
+    The function may call ``Session.run`` (of any session) itself: that nested run executes in
+    the py_function's own thread, so it never waits for the inter-op pool and cannot deadlock,
+    whatever the pool size. A nested run started from a *helper thread* that the function starts
+    and then waits for (``Thread.join``, ``Future.result``) is an ordinary run: its ops queue on
+    the inter-op pool, and when every worker of that pool is busy -- always with
+    ``inter_op_parallelism_threads=1``, since one worker is blocked in this very function -- it
+    hangs, as in TensorFlow. Deadlines do not help: ``timeout_in_ms`` and
+    ``operation_timeout_in_ms`` cancel the ops not yet started, but a run returns only after its
+    running kernels have returned and its queued ops have left the queue, and nothing interrupts
+    a blocked kernel. From a helper thread, run the nested call in that thread with
+    ``options=RunOptions(inter_op_thread_pool=-1)``, or use a session whose pool has more threads
+    than there can be blocked py_functions.
+
     Examples
     --------
     >>> import opweave as ow

@@ -471,6 +471,15 @@ class Session:
         KeyboardInterrupt
             On Ctrl-C; the run is cancelled first.
 
+        Notes
+        -----
+        A deadline (``options.timeout_in_ms``, ``ConfigProto.operation_timeout_in_ms``) or Ctrl-C
+        cancels the ops that have not started, but cannot interrupt a kernel that is running:
+        the run raises once its running kernels have returned. So a py_function that blocks
+        forever blocks its run, deadline or not. A py_function may call ``run`` itself (it runs
+        in that thread); calling it from a helper thread that the py_function waits for can hang
+        when the inter-op pool is small, as in TensorFlow -- see :func:`opweave.py_function`.
+
         Examples
         --------
         >>> import opweave as ow
