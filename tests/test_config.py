@@ -51,6 +51,66 @@ def test_config_proto_accepts_tensorflow_keyword_spellings_and_defaults() -> Non
         ow.ConfigProto(inter_op_parallelism_threads="2")  # type: ignore[arg-type]
 
 
+def test_config_fields_are_checked_when_assigned_too() -> None:
+    cfg = ow.ConfigProto()
+    with pytest.raises(ValueError, match="intra_op_parallelism_threads must be >= 0"):
+        cfg.intra_op_parallelism_threads = -5
+    with pytest.raises(TypeError, match="intra_op_parallelism_threads must be an int"):
+        cfg.intra_op_parallelism_threads = "2"  # type: ignore[assignment]
+    with pytest.raises(TypeError, match="inter_op_parallelism_threads must be an int"):
+        cfg.inter_op_parallelism_threads = 1.5  # type: ignore[assignment]
+    with pytest.raises(TypeError, match="operation_timeout_in_ms must be an int"):
+        cfg.operation_timeout_in_ms = True
+    with pytest.raises(ValueError, match=r"device_count\['CPU'\] must be >= 0"):
+        cfg.device_count = {"CPU": -1}
+    with pytest.raises(TypeError, match="must hold ThreadPoolOptionProto"):
+        cfg.session_inter_op_thread_pool = [2]  # type: ignore[list-item]
+    with pytest.raises(TypeError, match=r"must be a ConfigProto\.Experimental"):
+        cfg.experimental = None  # type: ignore[assignment]
+    with pytest.raises(ValueError, match="spin_time_us must be >= 0"):
+        cfg.experimental.spin_time_us = -1
+    with pytest.raises(ValueError, match="num_threads must be >= 0"):
+        ow.ThreadPoolOptionProto().num_threads = -1
+    with pytest.raises(ValueError, match=r"trace_level must be 0\.\.3"):
+        ow.RunOptions().trace_level = 7
+    with pytest.raises(AttributeError, match='no field "intra_op_paralelism_threads"'):
+        cfg.intra_op_paralelism_threads = 2  # a typo is not silently ignored
+    assert cfg == ow.ConfigProto()  # the rejected assignments changed nothing
+    cfg.inter_op_parallelism_threads = -1
+    cfg.device_count = {"CPU": 2}
+    assert (cfg.inter_op_parallelism_threads, cfg.device_count) == (-1, {"CPU": 2})
+
+
+def test_a_session_rejects_a_config_whose_containers_were_changed_in_place() -> None:
+    with ow.Graph().as_default() as g:
+        ow.constant(1.0)
+    cfg = ow.ConfigProto(inter_op_parallelism_threads=-1)
+    cfg.device_count["CPU"] = -1
+    with pytest.raises(ValueError, match=r"device_count\['CPU'\] must be >= 0"):
+        ow.Session(graph=g, config=cfg)
+    cfg = ow.ConfigProto()
+    cfg.session_inter_op_thread_pool.append("pool")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="must hold ThreadPoolOptionProto"):
+        ow.Session(graph=g, config=cfg)
+
+
+def test_session_inter_op_thread_pool_add_returns_the_new_pool_option() -> None:
+    g, outs, seen = _thread_recorder()
+    cfg = ow.ConfigProto()
+    first = cfg.session_inter_op_thread_pool.add(num_threads=2)
+    second = cfg.session_inter_op_thread_pool.add(num_threads=1, global_name="test-config-add")
+    assert first == ow.ThreadPoolOptionProto(num_threads=2)
+    assert cfg.session_inter_op_thread_pool == [first, second]  # still a list
+    assert cfg.session_inter_op_thread_pool[1] is second
+    with pytest.raises(ValueError, match="num_threads must be >= 0"):
+        cfg.session_inter_op_thread_pool.add(num_threads=-1)
+    assert len(cfg.session_inter_op_thread_pool) == 2
+    with ow.Session(graph=g, config=cfg) as sess:
+        assert len(sess._pools) == 2
+        sess.run(outs, options=ow.RunOptions(inter_op_thread_pool=1))
+        assert len(set(seen)) == 1  # the named one-thread pool ran all four
+
+
 def test_first_session_sizes_global_pools_and_later_disagreement_warns() -> None:
     out = run_python(
         """

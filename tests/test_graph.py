@@ -180,3 +180,133 @@ def test_tensor_cannot_be_used_as_python_bool(graph: ow.Graph) -> None:
 def test_scalar_constants_keep_rank_zero(graph: ow.Graph) -> None:
     assert ow.constant(3.0).shape == ()
     assert (ow.placeholder(ow.int32, shape=()) * 2).shape == ()
+
+
+def test_constant_dtype_inference_follows_tensorflow(graph: ow.Graph) -> None:
+    assert ow.constant(1.5).dtype is ow.float32
+    assert ow.constant([1, 2.5]).dtype is ow.float32
+    assert ow.constant(3).dtype is ow.int32
+    assert ow.constant(np.float64(1.5)).dtype is ow.float64
+    assert ow.constant(np.int64(3)).dtype is ow.int64
+    assert ow.constant(np.float32(1.5)).dtype is ow.float32
+    assert ow.constant(np.bool_(True)).dtype is ow.bool
+    assert ow.constant(-(2**31)).dtype is ow.int32
+    assert ow.constant(2**31).dtype is ow.int64
+    big = ow.constant([1, 2**40])
+    assert big.dtype is ow.int64
+    with ow.Session() as sess:
+        assert sess.run(big).tolist() == [1, 2**40]
+    with pytest.raises(TypeError):
+        ow.constant(2**64)
+
+
+def test_constant_of_explicit_dtype_never_truncates(graph: ow.Graph) -> None:
+    with pytest.raises(TypeError, match=r"^Expected int32, but got 2\.5 of type 'float'\.$"):
+        ow.constant(2.5, dtype=ow.int32)
+    with pytest.raises(TypeError, match=r"^Expected int32, but got 2\.0 of type 'float'\.$"):
+        ow.convert_to_tensor(2.0, ow.int32)
+    with pytest.raises(TypeError, match=r"^Expected int32, but got 1\.5 of type 'float'\.$"):
+        ow.constant([1, 1.5], dtype=ow.int32)
+    with pytest.raises(TypeError, match="Expected int32"):
+        ow.constant(np.array([1.5]), dtype=ow.int32)
+    with pytest.raises(TypeError, match="Expected int32"):
+        ow.constant(2**40, dtype=ow.int32)
+    with pytest.raises(TypeError, match="Expected bool"):
+        ow.constant(1, dtype=ow.bool)
+    assert ow.constant(2, dtype=ow.float32).dtype is ow.float32
+    assert ow.constant(np.array([1.5]), dtype=ow.float32).dtype is ow.float32
+
+
+def test_python_operand_that_would_truncate_is_a_type_error(graph: ow.Graph) -> None:
+    i = ow.constant([1])
+    mismatch = "Input 'y' of 'Add' Op 'add(_[0-9]+)?' has type {} that does not match type {} of"
+    with pytest.raises(TypeError, match=mismatch.format("float32", "int32")):
+        _ = i + 2.5
+    with pytest.raises(TypeError, match=mismatch.format("float32", "int32")):
+        _ = i + 2.0  # TensorFlow rejects integral floats too
+    with pytest.raises(TypeError, match=mismatch.format("int32", "float32")):
+        _ = 2.5 + i
+    with pytest.raises(TypeError, match=mismatch.format("int64", "int32")):
+        _ = i + 2**40  # would wrap around in int32
+    with pytest.raises(TypeError, match="float64 that does not match type int32"):
+        _ = i * np.float64(2.5)
+    with pytest.raises(TypeError, match="float32 that does not match type int32"):
+        _ = i - [2.5]
+    with pytest.raises(TypeError, match="Input 'b' of 'MatMul' Op 'MatMul' has type float32"):
+        ow.matmul(ow.constant([[1]]), [[2.5]])
+
+
+def test_python_operand_that_converts_without_loss_takes_the_tensor_dtype(
+    graph: ow.Graph,
+) -> None:
+    f = ow.constant([1.0])
+    i64 = ow.constant(np.array([1], np.int64))
+    fetches = [f + 2, 2 + f, i64 + 2, i64 * np.int32(3), ow.matmul([[2]], ow.constant([[1.5]]))]
+    assert [t.dtype for t in fetches] == [ow.float32, ow.float32, ow.int64, ow.int64, ow.float32]
+    with ow.Session() as sess:
+        got = sess.run(fetches)
+    assert [v.tolist() for v in got] == [[3.0], [3.0], [3], [3], [[3.0]]]
+
+
+def test_build_errors_name_the_uniquified_op(graph: ow.Graph) -> None:
+    f = ow.constant(np.zeros((2, 3), np.float32))
+    i = ow.constant([1, 2])
+    b = ow.constant([True])
+    ow.exp(f)
+    with pytest.raises(TypeError, match="'Exp' Op 'Exp_1' needs a float32"):
+        ow.exp(i)
+    ow.neg(f)
+    with pytest.raises(TypeError, match="'Neg' Op 'Neg_1' does not support dtype bool"):
+        ow.neg(b)
+    ow.reduce_sum(f)
+    with pytest.raises(ValueError, match="for 'Sum_1' \\(op: 'Sum'\\)"):
+        ow.reduce_sum(f, axis=5)
+    with pytest.raises(TypeError, match="'Mean' Op 'tower/Mean' does not"), ow.name_scope("tower"):
+        ow.reduce_mean(b)
+    ow.reshape(f, [6])
+    with pytest.raises(ValueError, match="for 'Reshape_1' \\(op: 'Reshape'\\)"):
+        ow.reshape(f, [4])
+    with pytest.raises(ValueError, match="'Reshape' Op 'Reshape_2': invalid target shape"):
+        ow.reshape(f, [-1, -1])
+    ow.transpose(f)
+    with pytest.raises(ValueError, match="for 'transpose_1' \\(op: 'Transpose'\\)"):
+        ow.transpose(f, [0, 0])
+
+
+def test_batched_matmul_broadcasts_batch_dims_and_applies_transposes(graph: ow.Graph) -> None:
+    def shape_of(sa: tuple[int | None, ...], sb: tuple[int | None, ...], **kw: bool) -> object:
+        return ow.matmul(ow.placeholder(ow.float32, sa), ow.placeholder(ow.float32, sb), **kw).shape
+
+    assert shape_of((5, 2, 3), (5, 3, 6)) == (5, 2, 6)
+    assert shape_of((5, 2, 3), (1, 3, 6)) == (5, 2, 6)
+    assert shape_of((2, 3), (4, 3, 6)) == (4, 2, 6)
+    assert shape_of((7, 1, 2, 3), (4, 3, 6)) == (7, 4, 2, 6)
+    assert shape_of((None, 3, 2), (3, 6), transpose_a=True) == (None, 2, 6)
+    assert shape_of((5, 3, 2), (5, 6, 3), transpose_a=True, transpose_b=True) == (5, 2, 6)
+
+
+def test_batched_matmul_batch_mismatch_names_both_full_input_shapes(graph: ow.Graph) -> None:
+    a = ow.constant(np.ones((5, 2, 3), np.float32))
+    b = ow.constant(np.ones((4, 3, 6), np.float32))
+    with pytest.raises(
+        ValueError,
+        match=r"^Dimensions must be equal, but are 5 and 4 for 'MatMul' \(op: 'MatMul'\) with "
+        r"input shapes: \[5,2,3\], \[4,3,6\]\.$",
+    ):
+        ow.matmul(a, b)
+
+
+def test_truediv_casts_in_its_own_name_scope_and_needs_one_dtype(graph: ow.Graph) -> None:
+    i = ow.constant([1, 2], name="i")
+    q = i / i
+    assert q.op.name == "truediv"
+    assert [t.op.type for t in q.op.inputs] == ["Cast", "Cast"]
+    assert [t.op.name for t in q.op.inputs] == ["truediv/Cast", "truediv/Cast_1"]
+    assert (ow.constant([1.0]) / 2).op.type == "Div"
+    with pytest.raises(
+        TypeError,
+        match=r"^`x` and `y` must have the same dtype, got opweave.int32 != opweave.float32\.$",
+    ):
+        _ = i / 2.5
+    with pytest.raises(TypeError, match=r"Invalid dtype opweave\.bool in truediv"):
+        _ = ow.constant([True]) / ow.constant([True])

@@ -15,6 +15,7 @@ import pytest
         "opweave.framework",
         "opweave.ops",
         "opweave.config",
+        "opweave.config._protos",
         "opweave.session",
         "opweave.models",
         "opweave.tuning",

@@ -133,3 +133,41 @@ def test_a_reversed_feed_is_reduced_in_index_order() -> None:
     v = a[::-1, ::-1]
     for g, w in zip(got, [v.sum(axis=1), v.max(axis=0), v.mean(axis=1)], strict=True):
         np.testing.assert_array_equal(g, w)
+
+
+@pytest.mark.parametrize("transpose_a", [False, True])
+@pytest.mark.parametrize("transpose_b", [False, True])
+def test_batched_and_transposed_matmul_match_numpy(transpose_a: bool, transpose_b: bool) -> None:
+    a = RNG.standard_normal((4, 1, 3, 5))
+    b = RNG.standard_normal((2, 5, 6))
+    a_in = a.swapaxes(-1, -2) if transpose_a else a
+    b_in = b.swapaxes(-1, -2) if transpose_b else b
+    with ow.Graph().as_default():
+        y = ow.matmul(
+            ow.constant(a_in), ow.constant(b_in), transpose_a=transpose_a, transpose_b=transpose_b
+        )
+        assert y.shape == (4, 2, 3, 6)
+        got = run(y)
+    np.testing.assert_allclose(got, a @ b, rtol=1e-12, atol=1e-12)  # type: ignore[arg-type]
+
+
+def test_slash_on_integer_tensors_is_truediv_in_float64_and_div_floors() -> None:
+    with ow.Graph().as_default():
+        i32 = ow.constant([-7, 7])
+        i64 = ow.constant(np.array([-7, 7], np.int64))
+        f32 = ow.constant([-7.0, 7.0])
+        slash = [i32 / 2, i64 / 2, 14 / i32, i32 / 0, f32 / 2, ow.truediv(i32, i32)]
+        assert [t.dtype for t in slash] == [ow.float64] * 4 + [ow.float32, ow.float64]
+        floor = ow.div(i32, 2)
+        assert floor.dtype is ow.int32
+        got = run([slash, floor])
+    assert isinstance(got, list)
+    assert [v.tolist() for v in got[0]] == [
+        [-3.5, 3.5],
+        [-3.5, 3.5],
+        [-2.0, 2.0],
+        [-np.inf, np.inf],
+        [-3.5, 3.5],
+        [1.0, 1.0],
+    ]
+    assert got[1].tolist() == [-4, 3]

@@ -40,7 +40,40 @@ def test_fetch_structures_come_back_with_the_same_shape() -> None:
         assert out["op"] is None
         assert out["name"] is None
         assert sess.run(a) == 1.0
-        assert isinstance(sess.run(a), np.ndarray)
+
+
+def test_mapping_fetches_keep_their_type_and_a_defaultdict_its_factory() -> None:
+    with ow.Graph().as_default() as g:
+        a = ow.constant(1.0, name="a")
+    with ow.Session(graph=g) as sess:
+        out = sess.run(collections.defaultdict(list, {"a": a}))
+        ordered = sess.run(collections.OrderedDict([("b", a), ("a", "a:0")]))
+    assert isinstance(out, collections.defaultdict)
+    assert out.default_factory is list
+    assert out["a"] == 1.0
+    assert out["missing"] == []
+    assert isinstance(ordered, collections.OrderedDict)
+    assert list(ordered) == ["b", "a"]
+
+
+def test_zero_d_fetches_are_numpy_scalars_and_others_arrays() -> None:
+    with ow.Graph().as_default() as g:
+        f = ow.constant(1.5, name="f")
+        i = ow.constant(np.int64(3))
+        b = ow.constant(True)
+        x = ow.placeholder(ow.float64, shape=())
+        v = ow.constant([1.0])
+    with ow.Session(graph=g) as sess:
+        out = sess.run({"f": f, "i": [i], "b": (b,), "x": x, "v": v, "s": ow.reduce_sum(v)}, {x: 2})
+        call = sess.make_callable(x * 2.0, [x])
+        assert type(call(4.0)) is np.float64
+    assert type(out["f"]) is np.float32
+    assert type(out["i"][0]) is np.int64
+    assert type(out["b"][0]) is np.bool_
+    assert type(out["x"]) is np.float64
+    assert type(out["s"]) is np.float32
+    assert type(out["v"]) is np.ndarray
+    assert out["v"].shape == (1,)
 
 
 def test_invalid_fetches_are_type_and_value_errors() -> None:
@@ -135,6 +168,22 @@ def test_make_callable_runs_the_fetches_with_positional_feeds() -> None:
             double()
 
 
+def test_make_callable_rejects_a_bad_feed_list_when_made() -> None:
+    with ow.Graph().as_default() as g:
+        x = ow.placeholder(ow.float32, shape=(), name="x")
+        y = ow.identity(x)
+    with ow.Session(graph=g) as sess:
+        with pytest.raises(TypeError, match="Cannot interpret feed_list key 'nope:0' as a Tensor"):
+            sess.make_callable(y, feed_list=["nope:0"])
+        with pytest.raises(TypeError, match="Cannot interpret feed_list key 3 as a Tensor"):
+            sess.make_callable(y, feed_list=[x, 3])
+        with pytest.raises(TypeError, match="Cannot interpret feed_list key 'x' as a Tensor"):
+            sess.make_callable(y, feed_list=["x"])  # an op, not a tensor
+        with pytest.raises(TypeError, match="`feed_list` must be a list or tuple"):
+            sess.make_callable(y, feed_list=x)  # type: ignore[arg-type]
+        assert sess.make_callable(y, feed_list=("x:0",))(1.5) == 1.5
+
+
 def test_py_function_exception_keeps_its_type_and_traceback_and_session_still_works() -> None:
     class MyError(Exception):
         pass
@@ -208,6 +257,36 @@ def test_py_function_calling_session_run_does_not_deadlock_with_one_inter_thread
     runner.close()
 
 
+def test_helper_thread_of_a_py_function_can_run_nested_in_its_own_thread() -> None:
+    # The documented way out of the helper-thread deadlock (see py_function's Notes): the
+    # helper's run executes in the helper, so the one blocked inter-op worker is not needed.
+    # In a subprocess so that a regression fails on a timeout instead of hanging the suite.
+    result = run_python(
+        """
+        import threading
+        import numpy as np
+        import opweave as ow
+        config = ow.ConfigProto(inter_op_parallelism_threads=1, use_per_session_threads=True)
+        with ow.Graph().as_default() as g:
+            inner = ow.py_function(lambda: np.float32(2.0), [], ow.float32)
+            sess = ow.Session(graph=g, config=config)
+            def body():
+                box = []
+                in_helper = ow.RunOptions(inter_op_thread_pool=-1)
+                nested = lambda: box.append(sess.run(inner, options=in_helper))
+                helper = threading.Thread(target=nested)
+                helper.start()
+                helper.join()
+                return box[0] * 3
+            outer = ow.py_function(body, [], ow.float32)
+        print(sess.run(outer))
+        """,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "6.0"
+
+
 def test_caller_thread_mode_runs_every_op_in_the_calling_thread() -> None:
     threads: list[int] = []
 
@@ -222,6 +301,35 @@ def test_caller_thread_mode_runs_every_op_in_the_calling_thread() -> None:
     with ow.Session(graph=g, config=PER_SESSION_2) as sess:
         sess.run(ops, options=ow.RunOptions(inter_op_thread_pool=-1))
     assert threads == [threading.get_ident()] * 8
+
+
+@pytest.mark.parametrize("inter", [2, -1])
+def test_control_dependent_op_starts_only_after_its_control_input_finished(inter: int) -> None:
+    order: list[str] = []
+
+    def slow() -> np.ndarray:
+        order.append("slow started")
+        time.sleep(0.05)  # widens the window in which a missing dependency would show
+        order.append("slow finished")
+        return np.float32(0)
+
+    def dependent() -> np.ndarray:
+        order.append("dependent ran")
+        return np.float32(0)
+
+    with ow.Graph().as_default() as g:
+        s = ow.py_function(slow, [], ow.float32, name="slow")
+        with ow.control_dependencies([s]):
+            d = ow.py_function(dependent, [], ow.float32, name="dependent")
+    expected = ["slow started", "slow finished", "dependent ran"]
+    config = ow.ConfigProto(inter_op_parallelism_threads=inter, use_per_session_threads=inter > 0)
+    with ow.Session(graph=g, config=config) as sess:
+        sess.run(d)  # the control input runs although nothing fetches it
+        assert order == expected
+        for fetches in ([d, s], [s, d]):
+            order.clear()
+            sess.run(fetches)
+            assert order == expected
 
 
 def _sleep_chain(n: int, seconds: float) -> tuple[ow.Graph, ow.Tensor, list[int]]:
@@ -258,9 +366,19 @@ def test_operation_timeout_in_ms_applies_to_every_run() -> None:
     config = ow.ConfigProto(
         operation_timeout_in_ms=100, inter_op_parallelism_threads=1, use_per_session_threads=True
     )
-    with ow.Session(graph=g, config=config) as sess, pytest.raises(ow.errors.DeadlineExceededError):
-        sess.run(last)
-    assert counter[0] < 100
+    with ow.Session(graph=g, config=config) as sess:
+        runs = [
+            lambda: sess.run(last),
+            lambda: sess.run(last),  # not only the first run of the session
+            lambda: sess.run(last, options=ow.RunOptions()),  # timeout_in_ms=0: the default
+            sess.make_callable(last),
+        ]
+        for run in runs:
+            before = counter[0]
+            with pytest.raises(ow.errors.DeadlineExceededError, match="longer than 100 ms"):
+                run()
+            assert 0 < counter[0] - before < 100
+        assert sess.run("Const:0") == 0.0  # a run within the deadline still succeeds
 
 
 @pytest.mark.parametrize("inter", [0, -1])
@@ -418,3 +536,28 @@ def test_forked_child_runs_every_kind_of_session_pool_without_hanging() -> None:
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.split("\n")[:2] == ["child 0", "idle child 0"]
+
+
+def test_as_default_makes_the_session_default_for_eval_and_run_without_closing_it() -> None:
+    with ow.Graph().as_default() as g:
+        c = ow.constant(2.0)
+        hits: list[int] = []
+        counted = ow.py_function(lambda: hits.append(1) or np.float32(0), [], ow.float32)
+    outer_graph = ow.get_default_graph()
+    sess = ow.Session(graph=g)
+    assert ow.get_default_session() is None
+    with sess.as_default() as entered:
+        assert entered is sess
+        assert ow.get_default_session() is sess
+        assert c.eval() == 2.0
+        counted.op.run()
+        assert hits == [1]
+        assert ow.get_default_graph() is outer_graph  # as in TensorFlow: the graph is unchanged
+        with ow.Session(graph=g) as inner:
+            assert ow.get_default_session() is inner
+        assert ow.get_default_session() is sess
+    assert ow.get_default_session() is None
+    assert sess.run(c) == 2.0  # not closed
+    with pytest.raises(ValueError, match="Cannot evaluate without a session"):
+        c.eval()
+    sess.close()

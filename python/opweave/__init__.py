@@ -79,6 +79,7 @@ from .ops import (
     sub,
     tanh,
     transpose,
+    truediv,
 )
 from .session import Session, get_default_session
 from .tuning import tune
@@ -148,6 +149,7 @@ __all__ = [
     "threads",
     "timeline",
     "transpose",
+    "truediv",
     "tune",
     "tuning",
 ]

@@ -66,6 +66,12 @@ class Tensor:
         Its element type.
     shape : tuple of (int or None), or None
         Its static shape (``None`` dims are unknown; ``None`` means the rank is unknown).
+
+    Notes
+    -----
+    The operators ``+ - * @`` and unary ``-`` build :func:`~opweave.add`, ``sub``, ``mul``,
+    ``matmul`` and ``neg`` ops; ``/`` builds :func:`~opweave.truediv` (int32/int64 operands are
+    divided as float64, as in TensorFlow 1), not the flooring :func:`~opweave.div`.
     """
 
     # Tensors compare by identity (as in TensorFlow 1), so they work as feed_dict keys.
@@ -140,15 +146,16 @@ class Tensor:
 
         return ops.mul(other, self)
 
+    # ``/`` is TensorFlow 1's truediv under Python 3: integer tensors divide as float64.
     def __truediv__(self, other: Any) -> Tensor:
         from . import ops
 
-        return ops.div(self, other)
+        return ops.truediv(self, other)
 
     def __rtruediv__(self, other: Any) -> Tensor:
         from . import ops
 
-        return ops.div(other, self)
+        return ops.truediv(other, self)
 
     def __matmul__(self, other: Any) -> Tensor:
         from . import ops

@@ -20,7 +20,7 @@ from typing import Any, overload
 
 import numpy as np
 
-from .dtypes import DType, as_dtype, bool_, float32, implicit_array, int32
+from .dtypes import DType, as_dtype, bool_, float32, float64, implicit_array, int32, int64
 from .framework import Operation, Shape, Tensor, format_shape, get_default_graph
 
 __all__ = [
@@ -50,6 +50,7 @@ __all__ = [
     "sub",
     "tanh",
     "transpose",
+    "truediv",
 ]
 
 TensorLike = Tensor | float | int | bool | Sequence[Any] | np.ndarray
@@ -73,35 +74,85 @@ def _input_shapes(op_type: str, name: str, *shapes: Shape) -> str:
     )
 
 
+def _inferred_dtype(value: Any) -> DType:
+    """TensorFlow's dtype for a constant given without ``dtype``.
+
+    NumPy arrays and scalars keep theirs; Python floats become float32, Python ints int32, or
+    int64 when some value does not fit in int32; bools stay bool.
+    """
+    arr = np.asarray(value)
+    if isinstance(value, (np.ndarray, np.generic)):
+        return as_dtype(arr.dtype)
+    if arr.dtype.kind == "f":
+        return float32
+    if arr.dtype.kind in "iu":
+        info = np.iinfo(np.int32)
+        fits = arr.size == 0 or (info.min <= arr.min() and arr.max() <= info.max)
+        return int32 if fits else int64
+    return as_dtype(arr.dtype)
+
+
+def _short_repr(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _conversion_error(value: Any, dtype: DType) -> TypeError:
+    """TensorFlow's "Expected int32, but got 2.5 of type 'float'.", naming the first element of a
+    Python sequence that does not convert."""
+    culprit = value
+    if isinstance(value, (list, tuple)):
+        for element in np.asarray(value, dtype=object).flat:
+            try:
+                implicit_array(element, dtype)
+            except (TypeError, ValueError, OverflowError):
+                culprit = element
+                break
+    return TypeError(
+        f"Expected {dtype.name}, but got {_short_repr(culprit)} of type '{type(culprit).__name__}'."
+    )
+
+
 def constant(value: Any, dtype: Any = None, shape: ShapeLike = None, name: str = "Const") -> Tensor:
     """A tensor holding ``value`` (copied into the graph).
 
     Parameters
     ----------
     value : array_like
-        The value; Python floats become float32 and ints int32 unless ``dtype`` says otherwise.
+        The value. Without ``dtype``, NumPy arrays and scalars keep their dtype, Python floats
+        become float32, Python ints int32 (int64 when a value does not fit in int32), as in
+        TensorFlow.
     dtype : DType, optional
+        The element type. ``value`` must convert to it without losing anything: ints become
+        floats, but a float never becomes an int (not even ``2.0``, as in TensorFlow) and an
+        int that does not fit is an error instead of wrapping around.
     shape : sequence of int, optional
         Reshape (or broadcast a scalar) to this shape.
     name : str
+
+    Raises
+    ------
+    TypeError
+        When ``value`` does not convert to ``dtype`` implicitly:
+        ``Expected int32, but got 2.5 of type 'float'.`` (use :func:`cast` to truncate).
 
     Examples
     --------
     >>> import opweave as ow
     >>> ow.constant([1, 2]).dtype
     opweave.int32
+    >>> ow.constant(np.float64(1.5)).dtype, ow.constant(2**40).dtype
+    (opweave.float64, opweave.int64)
+    >>> ow.constant(2.5, dtype=ow.int32)
+    Traceback (most recent call last):
+    ...
+    TypeError: Expected int32, but got 2.5 of type 'float'.
     """
-    if dtype is None:
-        arr = np.asarray(value)
-        if arr.dtype.kind == "f":
-            dt = float32 if not isinstance(value, np.ndarray) else as_dtype(arr.dtype)
-        elif arr.dtype.kind in "iu":
-            dt = int32 if not isinstance(value, np.ndarray) else as_dtype(arr.dtype)
-        else:
-            dt = as_dtype(arr.dtype)
-    else:
-        dt = as_dtype(dtype)
-    arr = np.array(value, dtype=dt.as_numpy_dtype)
+    dt = _inferred_dtype(value) if dtype is None else as_dtype(dtype)
+    try:
+        arr = implicit_array(value, dt)
+    except (TypeError, ValueError, OverflowError):
+        raise _conversion_error(value, dt) from None
     if shape is not None:
         target = tuple(int(d) for d in shape)  # type: ignore[arg-type]
         arr = np.broadcast_to(arr, target).copy() if arr.size == 1 else arr.reshape(target)
@@ -112,7 +163,11 @@ def constant(value: Any, dtype: Any = None, shape: ShapeLike = None, name: str =
 
 
 def convert_to_tensor(value: TensorLike, dtype: DType | None = None, name: str = "Const") -> Tensor:
-    """``value`` itself when it is a Tensor (dtype checked), else a constant of ``dtype``."""
+    """``value`` itself when it is a Tensor (dtype checked), else a constant of ``dtype``.
+
+    Like :func:`constant`, a value that does not convert to ``dtype`` without loss is a
+    TypeError (``Expected int32, but got 2.5 of type 'float'.``), never truncated.
+    """
     if isinstance(value, Tensor):
         if dtype is not None and value.dtype is not dtype:
             raise TypeError(
@@ -120,6 +175,27 @@ def convert_to_tensor(value: TensorLike, dtype: DType | None = None, name: str =
             )
         return value
     return constant(value, dtype=dtype, name=name)
+
+
+def _like(value: TensorLike, dtype: DType) -> Tensor:
+    """``value`` as a tensor, of ``dtype`` when it converts implicitly (``2`` beside a float
+    tensor is ``2.0``), else of its own dtype (``2.5`` beside an int tensor stays float32, so the
+    op's dtype check rejects it), as TensorFlow's dtype hint for operands does."""
+    if isinstance(value, Tensor):
+        return value
+    try:
+        implicit_array(value, dtype)
+    except (TypeError, ValueError, OverflowError):
+        return constant(value)
+    return constant(value, dtype=dtype)
+
+
+def _operands(x: TensorLike, y: TensorLike) -> tuple[Tensor, Tensor]:
+    """Both operands of a binary op as tensors; a Tensor's dtype is the hint for the other."""
+    if isinstance(y, Tensor) and not isinstance(x, Tensor):
+        return _like(x, y.dtype), y
+    a = convert_to_tensor(x)
+    return a, _like(y, a.dtype)
 
 
 def placeholder(dtype: Any, shape: ShapeLike = None, name: str = "Placeholder") -> Tensor:
@@ -174,7 +250,11 @@ def group(*inputs: Operation | Tensor, name: str = "group_deps") -> Operation:
 # -- element-wise -----------------------------------------------------------------------------
 
 
-def _broadcast(a: Shape, b: Shape, op_type: str, name: str) -> Shape:
+def _broadcast(
+    a: Shape, b: Shape, op_type: str, name: str, inputs: tuple[Shape, Shape] | None = None
+) -> Shape:
+    """The broadcast of shapes ``a`` and ``b``; the error names ``inputs`` (default: ``a, b``),
+    so matmul can report its full input shapes rather than their batch dims."""
     if a is None or b is None:
         return None
     out: list[int | None] = []
@@ -192,22 +272,19 @@ def _broadcast(a: Shape, b: Shape, op_type: str, name: str) -> Shape:
         else:
             raise ValueError(
                 f"Dimensions must be equal, but are {da} and {db} "
-                + _input_shapes(op_type, name, a, b)
+                + _input_shapes(op_type, name, *(inputs or (a, b)))
                 + "."
             )
     return tuple(reversed(out))
 
 
-def _binary(op_type: str, x: TensorLike, y: TensorLike, name: str | None) -> Tensor:
+def _binary(
+    op_type: str, x: TensorLike, y: TensorLike, name: str | None, unique_name: str | None = None
+) -> Tensor:
     name = name or op_type.lower()
-    if isinstance(x, Tensor):
-        a = x
-        b = convert_to_tensor(y, a.dtype if not isinstance(y, Tensor) else None)
-    else:
-        b = convert_to_tensor(y)
-        a = convert_to_tensor(x, b.dtype)
+    a, b = _operands(x, y)
     g = get_default_graph()
-    full = g.unique_name(name)
+    full = unique_name if unique_name is not None else g.unique_name(name)
     if a.dtype is not b.dtype:
         raise TypeError(
             f"Input 'y' of '{op_type}' Op '{full}' has type {b.dtype.name} that does not match "
@@ -220,7 +297,21 @@ def _binary(op_type: str, x: TensorLike, y: TensorLike, name: str | None) -> Ten
 
 
 def add(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
-    """``x + y`` with NumPy broadcasting (same dtype required, as in TensorFlow)."""
+    """``x + y`` with NumPy broadcasting (same dtype required, as in TensorFlow).
+
+    A Python or NumPy operand takes the tensor operand's dtype when it converts without loss
+    (``float_tensor + 2`` adds ``2.0``); otherwise it keeps its own and the op is a TypeError,
+    never a truncation. The same holds for every binary op and :func:`matmul`.
+
+    Examples
+    --------
+    >>> import opweave as ow
+    >>> with ow.Graph().as_default():
+    ...     ow.constant([1]) + 2.5
+    Traceback (most recent call last):
+    ...
+    TypeError: Input 'y' of 'Add' Op 'add' has type float32 that does not match type int32 of ...
+    """
     return _binary("Add", x, y, name)
 
 
@@ -235,8 +326,52 @@ def mul(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
 
 
 def div(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
-    """``x / y`` with broadcasting (integer division floors; integer division by zero fails)."""
+    """TensorFlow 1's ``tf.div``: ``x / y`` with broadcasting, flooring for integers.
+
+    Integer division floors (``div([-7, 7], 2)`` is ``[-4, 3]``) and integer division by zero
+    fails with ``InvalidArgumentError``; floats divide exactly. The ``/`` operator on tensors is
+    :func:`truediv` instead, as in TensorFlow 1 under Python 3.
+    """
     return _binary("Div", x, y, name)
+
+
+def truediv(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
+    """``x / y`` as Python 3 divides: TensorFlow 1's ``tf.truediv``, what ``/`` on tensors does.
+
+    int32 and int64 operands are cast to float64 first (exact for integers up to 2**53), so the
+    result is float64 and never floored; float operands divide as :func:`div`. Both operands
+    must have the same dtype (a Python number takes the tensor's when it converts without loss).
+
+    Raises
+    ------
+    TypeError
+        For operands of different dtypes ("`x` and `y` must have the same dtype, got
+        opweave.int32 != opweave.float32.", TensorFlow's text) or bool operands.
+
+    Examples
+    --------
+    >>> import opweave as ow
+    >>> with ow.Graph().as_default():
+    ...     q = ow.constant([-7, 7]) / 2
+    ...     with ow.Session() as sess:
+    ...         print(q.dtype, sess.run(q))
+    opweave.float64 [-3.5  3.5]
+    """
+    name = name or "truediv"
+    a, b = _operands(x, y)
+    if a.dtype is not b.dtype:
+        raise TypeError(f"`x` and `y` must have the same dtype, got {a.dtype!r} != {b.dtype!r}.")
+    if a.dtype is bool_:
+        raise TypeError(
+            "Invalid dtype opweave.bool in truediv. Expected one of opweave.int32, "
+            "opweave.int64, opweave.float32, opweave.float64."
+        )
+    if a.dtype.is_floating:
+        return _binary("Div", a, b, name)
+    # As TensorFlow: the casts live in a name scope and the division is named after it.
+    with get_default_graph().name_scope(name) as scope:
+        a, b = cast(a, float64), cast(b, float64)
+    return _binary("Div", a, b, name, unique_name=scope[:-1])
 
 
 def maximum(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
@@ -247,13 +382,15 @@ def maximum(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
 def _unary(op_type: str, x: TensorLike, name: str | None, floating: bool) -> Tensor:
     t = convert_to_tensor(x)
     name = name or op_type
+    g = get_default_graph()
+    full = g.unique_name(name)
     if floating and not t.dtype.is_floating:
         raise TypeError(
-            f"'{op_type}' Op '{name}' needs a float32 or float64 input, got {t.dtype.name}"
+            f"'{op_type}' Op '{full}' needs a float32 or float64 input, got {t.dtype.name}"
         )
     if t.dtype is bool_:
-        raise TypeError(f"'{op_type}' Op '{name}' does not support dtype bool")
-    return get_default_graph()._create_op(op_type, [t], {}, [(t.dtype, t.shape)], name).outputs[0]
+        raise TypeError(f"'{op_type}' Op '{full}' does not support dtype bool")
+    return g._create_op(op_type, [t], {}, [(t.dtype, t.shape)], name, unique_name=full).outputs[0]
 
 
 def neg(x: TensorLike, name: str | None = None) -> Tensor:
@@ -296,7 +433,8 @@ def matmul(
     Raises
     ------
     ValueError
-        When the inner dimensions differ, naming the op and both shapes.
+        When the inner dimensions differ or the batch dimensions do not broadcast, naming the
+        op and both full input shapes (``... with input shapes: [5,2,3], [4,3,6].``).
     TypeError
         For non-floating or mismatched dtypes.
 
@@ -310,12 +448,7 @@ def matmul(
     (2, 4)
     """
     name = name or "MatMul"
-    ta = (
-        a
-        if isinstance(a, Tensor)
-        else convert_to_tensor(a, b.dtype if isinstance(b, Tensor) else None)
-    )
-    tb = convert_to_tensor(b, ta.dtype if not isinstance(b, Tensor) else None)
+    ta, tb = _operands(a, b)
     g = get_default_graph()
     full = g.unique_name(name)
     if ta.dtype is not tb.dtype:
@@ -342,7 +475,7 @@ def matmul(
                 + _input_shapes("MatMul", full, sa, sb)
                 + "."
             )
-        batch = _broadcast(sa[:-2], sb[:-2], "MatMul", full)
+        batch = _broadcast(sa[:-2], sb[:-2], "MatMul", full, inputs=(sa, sb))
         assert batch is not None
         shape = (*batch, m, n)
     attrs = {"transpose_a": bool(transpose_a), "transpose_b": bool(transpose_b)}
@@ -360,8 +493,10 @@ def _reduce(
 ) -> Tensor:
     t = convert_to_tensor(x)
     name = name or op_type
+    g = get_default_graph()
+    full = g.unique_name(name)
     if op_type in ("Sum", "Mean") and t.dtype is bool_:
-        raise TypeError(f"'{op_type}' Op '{name}' does not support dtype bool")
+        raise TypeError(f"'{op_type}' Op '{full}' does not support dtype bool")
     axes: list[int] | None = None
     if axis is not None:
         axes = [int(axis)] if isinstance(axis, (int, np.integer)) else [int(a) for a in axis]
@@ -376,7 +511,7 @@ def _reduce(
                 if not -rank <= a < rank:
                     raise ValueError(
                         f"Invalid reduction dimension {a} for input with {rank} dimensions "
-                        + _input_shapes(op_type, name, t.shape)
+                        + _input_shapes(op_type, full, t.shape)
                         + "."
                     )
                 norm.append(a % rank)
@@ -384,7 +519,7 @@ def _reduce(
         shape = tuple(d for d in dims if d != -1)
     attrs: dict[str, Any] = {"keepdims": bool(keepdims), "all_axes": axes is None}
     attrs["axes"] = axes if axes is not None else []
-    return get_default_graph()._create_op(op_type, [t], attrs, [(t.dtype, shape)], name).outputs[0]
+    return g._create_op(op_type, [t], attrs, [(t.dtype, shape)], name, unique_name=full).outputs[0]
 
 
 def reduce_sum(
@@ -465,9 +600,11 @@ def reshape(x: TensorLike, shape: Sequence[int], name: str | None = None) -> Ten
     """Same elements, new shape (one dim may be -1: inferred)."""
     t = convert_to_tensor(x)
     name = name or "Reshape"
+    g = get_default_graph()
+    full = g.unique_name(name)
     target = [int(d) for d in shape]
     if sum(1 for d in target if d == -1) > 1 or any(d < -1 for d in target):
-        raise ValueError(f"'Reshape' Op '{name}': invalid target shape {target}")
+        raise ValueError(f"'Reshape' Op '{full}': invalid target shape {target}")
     out: list[int | None] = [d if d != -1 else None for d in target]
     if t.shape is not None and all(d is not None for d in t.shape):
         n = int(np.prod([d for d in t.shape if d is not None], dtype=np.int64))
@@ -477,20 +614,20 @@ def reshape(x: TensorLike, shape: Sequence[int], name: str | None = None) -> Ten
         elif (-1 in target and (known == 0 or n % known)) or (-1 not in target and known != n):
             raise ValueError(
                 f"Cannot reshape a tensor with {n} elements to shape {target} "
-                + _input_shapes("Reshape", name, t.shape)
+                + _input_shapes("Reshape", full, t.shape)
                 + "."
             )
-    return (
-        get_default_graph()
-        ._create_op("Reshape", [t], {"shape": target}, [(t.dtype, tuple(out))], name)
-        .outputs[0]
-    )
+    return g._create_op(
+        "Reshape", [t], {"shape": target}, [(t.dtype, tuple(out))], name, unique_name=full
+    ).outputs[0]
 
 
 def transpose(x: TensorLike, perm: Sequence[int] | None = None, name: str | None = None) -> Tensor:
     """Permute dimensions (``perm=None`` reverses them)."""
     t = convert_to_tensor(x)
     name = name or "transpose"
+    g = get_default_graph()
+    full = g.unique_name(name)
     shape: Shape = None
     p = [int(i) for i in perm] if perm is not None else None
     if t.shape is not None:
@@ -500,17 +637,14 @@ def transpose(x: TensorLike, perm: Sequence[int] | None = None, name: str | None
         if sorted(p) != list(range(rank)):
             raise ValueError(
                 f"perm {p} is not a permutation of {rank} dimensions "
-                + _input_shapes("Transpose", name, t.shape)
+                + _input_shapes("Transpose", full, t.shape)
                 + "."
             )
         shape = tuple(t.shape[i] for i in p)
-    return (
-        get_default_graph()
-        ._create_op(
-            "Transpose", [t], {"perm": p if p is not None else []}, [(t.dtype, shape)], name
-        )
-        .outputs[0]
-    )
+    attrs = {"perm": p if p is not None else []}
+    return g._create_op(
+        "Transpose", [t], attrs, [(t.dtype, shape)], name, unique_name=full
+    ).outputs[0]
 
 
 def cast(x: TensorLike, dtype: Any, name: str | None = None) -> Tensor:
@@ -569,6 +703,21 @@ def py_function(
     -------
     Tensor or list of Tensor
         One tensor when ``Tout`` is a single dtype, else a list (shapes unknown).
+
+    Notes
+    -----
+    The function may call ``Session.run`` (of any session) itself: that nested run executes in
+    the py_function's own thread, so it never waits for the inter-op pool and cannot deadlock,
+    whatever the pool size. A nested run started from a *helper thread* that the function starts
+    and then waits for (``Thread.join``, ``Future.result``) is an ordinary run: its ops queue on
+    the inter-op pool, and when every worker of that pool is busy -- always with
+    ``inter_op_parallelism_threads=1``, since one worker is blocked in this very function -- it
+    hangs, as in TensorFlow. Deadlines do not help: ``timeout_in_ms`` and
+    ``operation_timeout_in_ms`` cancel the ops not yet started, but a run returns only after its
+    running kernels have returned and its queued ops have left the queue, and nothing interrupts
+    a blocked kernel. From a helper thread, run the nested call in that thread with
+    ``options=RunOptions(inter_op_thread_pool=-1)``, or use a session whose pool has more threads
+    than there can be blocked py_functions.
 
     Examples
     --------

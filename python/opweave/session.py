@@ -12,6 +12,7 @@ array([2., 4.], dtype=float32)
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import functools
 import os
@@ -108,7 +109,9 @@ class _Fetches:
             self._tensor_index[id(el)] = index
             self.tensors.append(el)
         i = index
-        return lambda values: values[i]
+        # As TensorFlow: a 0-d value comes back as a NumPy scalar (numpy.float32, ...), which
+        # owns its memory like any fetch; other values as arrays.
+        return lambda values: values[i][()] if values[i].ndim == 0 else values[i]
 
     def _flatten(self, fetches: Any) -> Callable[[list[np.ndarray]], Any]:
         if isinstance(fetches, (Tensor, Operation, str)):
@@ -116,10 +119,14 @@ class _Fetches:
         if isinstance(fetches, Mapping):
             parts = {k: self._flatten(v) for k, v in fetches.items()}
             kind = type(fetches)
+            # A defaultdict comes back as one with the same default_factory, as in TensorFlow.
+            factory = (
+                (fetches.default_factory,) if isinstance(fetches, collections.defaultdict) else ()
+            )
 
             def build_dict(values: list[np.ndarray]) -> Any:
                 built = {k: f(values) for k, f in parts.items()}
-                return built if kind is dict else kind(built)  # type: ignore[call-arg]
+                return built if kind is dict else kind(*factory, built)  # type: ignore[call-arg]
 
             return build_dict
         if isinstance(fetches, (list, tuple)):
@@ -182,6 +189,7 @@ class Session:
             config = ConfigProto()
         if not isinstance(config, ConfigProto):
             raise TypeError(f"config must be an opweave.ConfigProto, got {type(config).__name__}")
+        config._check_all()  # fields are checked when set; this catches containers changed since
         self._graph = graph
         self._config = config
         self._closed = False
@@ -312,19 +320,22 @@ class Session:
                 self._placed += 1
 
     # -- running --------------------------------------------------------------------------------
+    def _feed_key(self, key: Any, where: str = "feed_dict") -> Tensor:
+        """The tensor a feed key (tensor or ``"name:0"``) names; TypeError for anything else."""
+        try:
+            t = self._graph.as_graph_element(key)
+        except (TypeError, KeyError, ValueError) as e:
+            raise TypeError(f"Cannot interpret {where} key {key!r} as a Tensor: {e}") from None
+        if not isinstance(t, Tensor):
+            raise TypeError(f"Cannot interpret {where} key {key!r} as a Tensor.")
+        return t
+
     def _feeds(self, feed_dict: Mapping[Any, Any] | None) -> list[tuple[int, int, np.ndarray]]:
         feeds: list[tuple[int, int, np.ndarray]] = []
         if not feed_dict:
             return feeds
         for key, value in feed_dict.items():
-            try:
-                t = self._graph.as_graph_element(key)
-            except (TypeError, KeyError, ValueError) as e:
-                raise TypeError(
-                    f"Cannot interpret feed_dict key {key!r} as a Tensor: {e}"
-                ) from None
-            if not isinstance(t, Tensor):
-                raise TypeError(f"Cannot interpret feed_dict key {key!r} as a Tensor.")
+            t = self._feed_key(key)
             if isinstance(value, (Tensor, Operation)):
                 raise TypeError(
                     f"The value of a feed cannot be an opweave.{type(value).__name__} (feeding "
@@ -457,7 +468,8 @@ class Session:
         ----------
         fetches : Tensor, Operation, str, or nested list/tuple/dict of them
             ``"x:0"`` names a tensor and ``"x"`` an op. Ops come back as None, tensors as
-            NumPy arrays; the result has the structure of ``fetches``.
+            NumPy arrays, 0-d tensors as NumPy scalars (``numpy.float32`` ...), as in
+            TensorFlow; the result has the structure of ``fetches``.
         feed_dict : dict, optional
             Tensor (or tensor name) -> value. Any tensor may be fed, not only placeholders;
             whatever lies only upstream of fed tensors does not run. Arrays whose dtype and
@@ -479,6 +491,15 @@ class Session:
         KeyboardInterrupt
             On Ctrl-C; the run is cancelled first.
 
+        Notes
+        -----
+        A deadline (``options.timeout_in_ms``, ``ConfigProto.operation_timeout_in_ms``) or Ctrl-C
+        cancels the ops that have not started, but cannot interrupt a kernel that is running:
+        the run raises once its running kernels have returned. So a py_function that blocks
+        forever blocks its run, deadline or not. A py_function may call ``run`` itself (it runs
+        in that thread); calling it from a helper thread that the py_function waits for can hang
+        when the inter-op pool is small, as in TensorFlow -- see :func:`opweave.py_function`.
+
         Examples
         --------
         >>> import opweave as ow
@@ -486,8 +507,9 @@ class Session:
         ...     a = ow.constant(3.0, name="a")
         ...     b = ow.identity(a, name="b")
         ...     with ow.Session() as s:
-        ...         s.run(["b:0", {"a": a}], feed_dict={a: 5.0})
-        [array(5., dtype=float32), {'a': array(5., dtype=float32)}]
+        ...         b_value, a_dict = s.run(["b:0", {"a": a}], feed_dict={a: 5.0})
+        >>> print(b_value, type(b_value).__name__, a_dict["a"])
+        5.0 float32 5.0
         """
         prepared = _Fetches(self._graph, fetches)
         return self._run(prepared, self._feeds(feed_dict), options, run_metadata)
@@ -500,7 +522,9 @@ class Session:
     ) -> Callable[..., Any]:
         """A function that runs ``fetches`` with positional values for ``feed_list``.
 
-        The fetch structure is resolved once, so repeated calls skip that work.
+        The fetch structure and the ``feed_list`` keys are resolved once, here, so repeated calls
+        skip that work and a key that names no tensor is a TypeError at once (TensorFlow accepts
+        it until the first call).
 
         Examples
         --------
@@ -509,11 +533,15 @@ class Session:
         ...     x = ow.placeholder(ow.int32, shape=())
         ...     with ow.Session() as s:
         ...         double = s.make_callable(x * 2, [x])
-        ...         double(21)
-        array(42, dtype=int32)
+        ...         print(double(21))
+        42
         """
         prepared = _Fetches(self._graph, fetches)
-        keys = list(feed_list or [])
+        if feed_list is not None and not isinstance(feed_list, (list, tuple)):
+            raise TypeError(
+                f"Argument `feed_list` must be a list or tuple. Received: feed_list={feed_list}"
+            )
+        keys = [self._feed_key(key, "feed_list") for key in feed_list or ()]
 
         def call(
             *args: Any,
@@ -528,6 +556,29 @@ class Session:
             return self._run(prepared, feeds, options, run_metadata)
 
         return call
+
+    def as_default(self) -> contextlib.AbstractContextManager[Session]:
+        """Make this the default session of this thread inside a ``with`` block.
+
+        :meth:`Tensor.eval` and :meth:`Operation.run` without ``session=`` use the default
+        session. Unlike ``with Session() as sess:``, leaving the block does not close the
+        session. As in TensorFlow, the default graph is unchanged: to add ops to ``sess.graph``
+        when it is not the default graph, also enter ``sess.graph.as_default()``.
+
+        Examples
+        --------
+        >>> import opweave as ow
+        >>> with ow.Graph().as_default():
+        ...     c = ow.constant(2.0)
+        ...     sess = ow.Session()
+        >>> with sess.as_default():
+        ...     print(c.eval())
+        2.0
+        >>> print(sess.run(c))  # still open
+        2.0
+        >>> sess.close()
+        """
+        return _as_default_session(self)
 
     def close(self) -> None:
         """Cancel the runs in flight, release the session's own pools. Idempotent.

@@ -24,6 +24,7 @@ from ._protos import (
     RunMetadata,
     RunOptions,
     StepStats,
+    ThreadPoolOptionList,
     ThreadPoolOptionProto,
 )
 
@@ -36,6 +37,7 @@ __all__ = [
     "RunMetadata",
     "RunOptions",
     "StepStats",
+    "ThreadPoolOptionList",
     "ThreadPoolOptionProto",
     "threading",
 ]

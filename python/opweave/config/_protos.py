@@ -9,7 +9,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import ClassVar
 
 __all__ = [
@@ -21,6 +21,7 @@ __all__ = [
     "RunMetadata",
     "RunOptions",
     "StepStats",
+    "ThreadPoolOptionList",
     "ThreadPoolOptionProto",
 ]
 
@@ -29,13 +30,39 @@ class PoolConfigWarning(UserWarning):
     """A Session's ConfigProto asks for pool sizes that cannot take effect (and says which do)."""
 
 
-def _check_int(owner: str, name: str, value: object) -> None:
+def _check_int(owner: str, name: str, value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"{owner}.{name} must be an int, got {value!r}")
+    return value
+
+
+class _CheckedFields:
+    """Base of the config dataclasses: every assignment to a field, in ``__init__`` and later
+    (``cfg.inter_op_parallelism_threads = 2``, TensorFlow users' idiom), goes through
+    ``_checked``, so a bad value fails where it is set, not when a Session reads it. As with
+    TensorFlow's protos, assigning a name that is not a field is an AttributeError (a typo would
+    otherwise be silently ignored)."""
+
+    def __setattr__(self, name: str, value: object) -> None:
+        if name not in {f.name for f in fields(self)}:  # type: ignore[arg-type]
+            raise AttributeError(
+                f'Assignment not allowed (no field "{name}" in {type(self).__name__}).'
+            )
+        object.__setattr__(self, name, self._checked(name, value))
+
+    def _checked(self, name: str, value: object) -> object:
+        """``value`` (possibly normalised, e.g. a dict copied) if it is valid for field ``name``;
+        raises TypeError or ValueError otherwise."""
+        return value
+
+    def _check_all(self) -> None:
+        """Check every field again: catches containers changed in place since assignment."""
+        for f in fields(self):  # type: ignore[arg-type]
+            self._checked(f.name, getattr(self, f.name))
 
 
 @dataclass
-class ThreadPoolOptionProto:
+class ThreadPoolOptionProto(_CheckedFields):
     """One inter-op pool of a session (``ConfigProto.session_inter_op_thread_pool``).
 
     Parameters
@@ -56,18 +83,37 @@ class ThreadPoolOptionProto:
     num_threads: int = 0
     global_name: str = ""
 
-    def __post_init__(self) -> None:
-        _check_int("ThreadPoolOptionProto", "num_threads", self.num_threads)
-        if self.num_threads < 0:
-            raise ValueError(
-                f"ThreadPoolOptionProto.num_threads must be >= 0, got {self.num_threads}"
-            )
-        if not isinstance(self.global_name, str):
+    def _checked(self, name: str, value: object) -> object:
+        if name == "num_threads":
+            if _check_int("ThreadPoolOptionProto", "num_threads", value) < 0:
+                raise ValueError(f"ThreadPoolOptionProto.num_threads must be >= 0, got {value}")
+        elif name == "global_name" and not isinstance(value, str):
             raise TypeError("ThreadPoolOptionProto.global_name must be a str")
+        return value
+
+
+class ThreadPoolOptionList(list[ThreadPoolOptionProto]):
+    """``ConfigProto.session_inter_op_thread_pool``: a list with TensorFlow's repeated-field
+    ``add()``.
+
+    Examples
+    --------
+    >>> cfg = ConfigProto()
+    >>> cfg.session_inter_op_thread_pool.add(num_threads=2, global_name="io")
+    ThreadPoolOptionProto(num_threads=2, global_name='io')
+    >>> cfg.session_inter_op_thread_pool
+    [ThreadPoolOptionProto(num_threads=2, global_name='io')]
+    """
+
+    def add(self, *, num_threads: int = 0, global_name: str = "") -> ThreadPoolOptionProto:
+        """Append a new :class:`ThreadPoolOptionProto` with these fields and return it."""
+        pool = ThreadPoolOptionProto(num_threads=num_threads, global_name=global_name)
+        self.append(pool)
+        return pool
 
 
 @dataclass
-class _Experimental:
+class _Experimental(_CheckedFields):
     """``ConfigProto.experimental``: knobs beyond TensorFlow 1's fields.
 
     Parameters
@@ -90,18 +136,18 @@ class _Experimental:
 
     spin_time_us: int | None = None
 
-    def __post_init__(self) -> None:
-        if self.spin_time_us is not None:
-            _check_int("ConfigProto.experimental", "spin_time_us", self.spin_time_us)
-            if self.spin_time_us < 0:
-                raise ValueError(
-                    "ConfigProto.experimental.spin_time_us must be >= 0 (0 = never spin)"
-                )
+    def _checked(self, name: str, value: object) -> object:
+        spin = name == "spin_time_us" and value is not None
+        if spin and _check_int("ConfigProto.experimental", "spin_time_us", value) < 0:
+            raise ValueError("ConfigProto.experimental.spin_time_us must be >= 0 (0 = never spin)")
+        return value
 
 
 @dataclass
-class ConfigProto:
+class ConfigProto(_CheckedFields):
     """How a :class:`opweave.Session` runs (TensorFlow 1 fields and defaults).
+
+    Every field is checked when it is set, at construction or by assignment afterwards.
 
     Parameters
     ----------
@@ -115,6 +161,8 @@ class ConfigProto:
         Give this session its own inter-op pool of ``inter_op_parallelism_threads`` threads.
     session_inter_op_thread_pool : list of ThreadPoolOptionProto
         The session's inter-op pools; ``RunOptions.inter_op_thread_pool`` picks one (default 0).
+        Stored as a :class:`ThreadPoolOptionList`, so TensorFlow's
+        ``cfg.session_inter_op_thread_pool.add(num_threads=2, global_name="io")`` works.
     allow_soft_placement : bool
         Place ops requested on a device that does not exist on ``/device:CPU:0`` instead of
         failing.
@@ -130,16 +178,30 @@ class ConfigProto:
         ``spin_time_us``: how long idle pool workers spin before they sleep (see
         :class:`ConfigProto.Experimental`).
 
+    Raises
+    ------
+    TypeError, ValueError
+        When a field is given or assigned a value of the wrong type or out of range.
+    AttributeError
+        When assigning a name that is not a field (e.g. a misspelt one).
+
     Examples
     --------
     >>> ConfigProto(inter_op_parallelism_threads=-1).inter_op_parallelism_threads
     -1
+    >>> cfg = ConfigProto()
+    >>> cfg.intra_op_parallelism_threads = -5
+    Traceback (most recent call last):
+    ...
+    ValueError: ConfigProto.intra_op_parallelism_threads must be >= 0
     """
 
     intra_op_parallelism_threads: int = 0
     inter_op_parallelism_threads: int = 0
     use_per_session_threads: bool = False
-    session_inter_op_thread_pool: list[ThreadPoolOptionProto] = field(default_factory=list)
+    session_inter_op_thread_pool: list[ThreadPoolOptionProto] = field(
+        default_factory=ThreadPoolOptionList
+    )
     allow_soft_placement: bool = False
     log_device_placement: bool = False
     device_count: dict[str, int] = field(default_factory=dict)
@@ -148,35 +210,44 @@ class ConfigProto:
 
     Experimental: ClassVar[type[_Experimental]] = _Experimental
 
-    def __post_init__(self) -> None:
-        if not isinstance(self.experimental, _Experimental):
-            raise TypeError("ConfigProto.experimental must be a ConfigProto.Experimental")
-        for name in (
+    def _checked(self, name: str, value: object) -> object:
+        if name in (
             "intra_op_parallelism_threads",
             "inter_op_parallelism_threads",
             "operation_timeout_in_ms",
         ):
-            _check_int("ConfigProto", name, getattr(self, name))
-        if self.intra_op_parallelism_threads < 0:
-            raise ValueError("ConfigProto.intra_op_parallelism_threads must be >= 0")
-        self.session_inter_op_thread_pool = list(self.session_inter_op_thread_pool)
-        for p in self.session_inter_op_thread_pool:
-            if not isinstance(p, ThreadPoolOptionProto):
-                raise TypeError(
-                    "ConfigProto.session_inter_op_thread_pool must hold ThreadPoolOptionProto"
-                )
-        self.device_count = dict(self.device_count)
-        for k, v in self.device_count.items():
-            if not isinstance(k, str):
-                raise TypeError("ConfigProto.device_count keys must be device types like 'CPU'")
-            _check_int("ConfigProto", f"device_count[{k!r}]", v)
-            if v < 0:
-                raise ValueError(f"ConfigProto.device_count[{k!r}] must be >= 0")
+            n = _check_int("ConfigProto", name, value)
+            if name == "intra_op_parallelism_threads" and n < 0:
+                raise ValueError("ConfigProto.intra_op_parallelism_threads must be >= 0")
+        elif name == "experimental":
+            if not isinstance(value, _Experimental):
+                raise TypeError("ConfigProto.experimental must be a ConfigProto.Experimental")
+            value._check_all()
+        elif name == "session_inter_op_thread_pool":
+            pools = ThreadPoolOptionList(value)  # type: ignore[call-overload]
+            for p in pools:
+                if not isinstance(p, ThreadPoolOptionProto):
+                    raise TypeError(
+                        "ConfigProto.session_inter_op_thread_pool must hold ThreadPoolOptionProto"
+                    )
+                p._check_all()
+            return pools
+        elif name == "device_count":
+            counts = dict(value)  # type: ignore[call-overload]
+            for k, v in counts.items():
+                if not isinstance(k, str):
+                    raise TypeError("ConfigProto.device_count keys must be device types like 'CPU'")
+                if _check_int("ConfigProto", f"device_count[{k!r}]", v) < 0:
+                    raise ValueError(f"ConfigProto.device_count[{k!r}] must be >= 0")
+            return counts
+        return value
 
 
 @dataclass
-class RunOptions:
+class RunOptions(_CheckedFields):
     """Options for one :meth:`opweave.Session.run`.
+
+    Every field is checked when it is set, at construction or by assignment afterwards.
 
     Parameters
     ----------
@@ -203,11 +274,12 @@ class RunOptions:
     timeout_in_ms: int = 0
     inter_op_thread_pool: int = 0
 
-    def __post_init__(self) -> None:
-        for name in ("trace_level", "timeout_in_ms", "inter_op_thread_pool"):
-            _check_int("RunOptions", name, getattr(self, name))
-        if self.trace_level not in (0, 1, 2, 3):
-            raise ValueError(f"RunOptions.trace_level must be 0..3, got {self.trace_level}")
+    def _checked(self, name: str, value: object) -> object:
+        if name in ("trace_level", "timeout_in_ms", "inter_op_thread_pool"):
+            _check_int("RunOptions", name, value)
+        if name == "trace_level" and value not in (0, 1, 2, 3):
+            raise ValueError(f"RunOptions.trace_level must be 0..3, got {value}")
+        return value
 
 
 @dataclass
