@@ -107,14 +107,6 @@ std::int64_t spin_time_locked(std::string* source) {
   return g_spin.us;
 }
 
-void apply_spin_time_locked() {
-  const std::int64_t us = spin_time_locked(nullptr);
-  for (GlobalPool* g : {&g_intra, &g_inter}) {
-    // relaxed: g_mutex orders creation and this read.
-    ThreadPool* p = g->pool.load(std::memory_order_relaxed);
-    if (p != nullptr && p->options().spin_time_us != us) p->set_spin_time_us(us);
-  }
-}
 // --- end issue 7 ---
 
 Affinity affinity_setting(std::string* source) {
@@ -289,9 +281,34 @@ RuntimeInfo runtime_info() {
 
 // --- issue 7 ---
 void set_spin_time_us(std::int64_t us, std::string source) {
-  std::lock_guard<std::mutex> lock(g_mutex);  // setting + rebuild are one step
-  g_spin = us < 0 ? SpinSetting{} : SpinSetting{true, us, std::move(source)};
-  apply_spin_time_locked();
+  for (GlobalPool* g : {&g_intra, &g_inter}) {
+    // acquire: pairs with create_locked's release store. Refused before taking resize_mutex: a
+    // resize running on another thread may be waiting for this thread's work.
+    ThreadPool* p = g->pool.load(std::memory_order_acquire);
+    if (p != nullptr && p->in_own_work()) {
+      throw OpError(ErrorCode::kFailedPrecondition,
+                    std::string("cannot change the spin time from inside the work of the ") +
+                        g->name + " pool: rebuilding its workers would wait for itself");
+    }
+  }
+  // Both resize_mutexes (lock order as in atfork_prepare): no resize runs meanwhile, and the
+  // pools stay. g_mutex is held only to change the setting: the rebuilds below wait for the
+  // pools' work, which may read settings.
+  std::lock_guard<std::mutex> intra_resizing(g_intra.resize_mutex);
+  std::lock_guard<std::mutex> inter_resizing(g_inter.resize_mutex);
+  std::int64_t effective = 0;
+  ThreadPool* pools[2] = {nullptr, nullptr};
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);  // guards g_spin and pool creation
+    g_spin = us < 0 ? SpinSetting{} : SpinSetting{true, us, std::move(source)};
+    effective = spin_time_locked(nullptr);
+    // relaxed: g_mutex orders creation and these reads.
+    pools[0] = g_intra.pool.load(std::memory_order_relaxed);
+    pools[1] = g_inter.pool.load(std::memory_order_relaxed);
+  }
+  for (ThreadPool* p : pools) {
+    if (p != nullptr && p->options().spin_time_us != effective) p->set_spin_time_us(effective);
+  }
 }
 
 bool configure_spin_time_if_unset(std::int64_t us, std::string source) {

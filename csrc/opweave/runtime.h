@@ -101,7 +101,9 @@ RuntimeInfo runtime_info();
 // --- Spin time set at run time (issue 7: ConfigProto.experimental.spin_time_us) ---
 // An explicit spin time for the global pools (us >= 0; 0 = never spin) takes precedence over
 // OPWEAVE_SPIN_TIME_US; us < 0 goes back to the environment / the default. Existing global pools
-// rebuild their workers (between uses, as set_*_op_parallelism). Thread-safe.
+// rebuild their workers (between uses, as set_*_op_parallelism: it waits for the work in flight,
+// holding no lock that work may need). Thread-safe; throws OpError(kFailedPrecondition) from
+// inside either global pool's own work.
 void set_spin_time_us(std::int64_t us, std::string source);
 // For the first Session: sets the spin time as above only when none was set explicitly and
 // neither global pool exists yet (the pools' sizes follow the same rule). Returns whether it
