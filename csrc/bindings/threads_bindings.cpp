@@ -65,6 +65,7 @@ void register_threads(py::module_& m) {
       entry["label"] = d.label;
       entry["workers"] = d.workers;
       entry["source"] = d.source;
+      entry["spin_time_us"] = d.spin_time_us;
       out.append(entry);
     }
     return out;
