@@ -38,6 +38,26 @@ def test_feeding_a_value_that_does_not_convert_to_the_dtype_is_type_error(graph:
         _session_still_works(sess, x, y)
 
 
+@pytest.mark.parametrize(
+    ("dtype", "value", "described"),
+    [
+        (ow.float32, {"a": 1}, "a dict value"),
+        (ow.float32, object(), "an object value"),
+        (ow.float32, ["a", "b", "c"], "a str value"),
+        (ow.float32, np.array([1 + 2j]), "a complex128 value"),
+        (ow.bool, np.arange(3), "an int64 value"),
+        (ow.int32, np.ones(3, np.float64), "a float64 value"),
+    ],
+)
+def test_a_value_that_does_not_convert_is_described_in_plain_words(
+    graph: ow.Graph, dtype: ow.DType, value: object, described: str
+) -> None:
+    x = ow.placeholder(dtype, shape=None, name="x")
+    with ow.Session() as sess, pytest.raises(TypeError) as info:
+        sess.run(x, feed_dict={x: value})
+    assert str(info.value).endswith(f": {described} does not convert implicitly"), info.value
+
+
 def test_feeding_the_wrong_shape_is_value_error_naming_both_shapes(graph: ow.Graph) -> None:
     x, y = _xy()
     with ow.Session() as sess:
