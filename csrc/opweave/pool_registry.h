@@ -4,7 +4,7 @@
 // the registry holds only a weak reference, so a pool that is destroyed drops out of the list.
 //
 //   auto pool = std::make_shared<ThreadPool>(PoolOptions{3, "session-inter"});
-//   register_pool(pool, "per-session inter-op", "session 0x7f..",
+//   register_pool(pool, "session inter-op pool", "session 0x7f..",
 //                 "ConfigProto(use_per_session_threads=True, inter_op_parallelism_threads=3)");
 //   for (const PoolDescription& d : describe_pools()) print(d.kind, d.label, d.threads);
 #pragma once
@@ -19,7 +19,7 @@
 namespace opweave {
 
 struct PoolDescription {
-  std::string kind;               // "named inter-op", "per-session inter-op", ...
+  std::string kind;               // "named inter-op pool", "session inter-op pool", ...
   std::string label;              // the pool's name (global_name for named pools)
   int workers = 0;                // the pool's worker threads right now
   std::string source;             // which rule chose the size, for humans
