@@ -32,6 +32,13 @@ export TSAN_OPTIONS="${TSAN_OPTIONS:-halt_on_error=1 second_deadlock_stack=1}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1 halt_on_error=1}"
 
 if [ "$mode" = asan-python ]; then
+  # This mode builds the extension itself, so pybind11 must be importable here (it is in the
+  # test extra; pip's build isolation keeps the one `pip install .` used out of this environment).
+  if ! pybind11_dir="$(python -m pybind11 --cmakedir 2>/dev/null)"; then
+    echo "tests/run.sh --asan-python: pybind11 is not importable by $(command -v python)." >&2
+    echo "Install the test extra (pip install \".[test]\") or pybind11 (pip install pybind11)." >&2
+    exit 2
+  fi
   # The _opweave_core extension and its core built with -fsanitize=address,undefined, staged
   # beside a copy of python/opweave, and put first on PYTHONPATH. The ASan runtime has to be the
   # first library of the process, so it is preloaded into the (uninstrumented) interpreter;
@@ -40,7 +47,7 @@ if [ "$mode" = asan-python ]; then
   cmake -S . -B "$build_dir" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
     -DOPWEAVE_BUILD_TESTS=OFF -DOPWEAVE_BUILD_PYTHON=ON -DOPWEAVE_SANITIZE=address \
     -DPython_EXECUTABLE="$(command -v python)" \
-    -Dpybind11_DIR="$(python -m pybind11 --cmakedir)" >/dev/null
+    -Dpybind11_DIR="$pybind11_dir" >/dev/null
   cmake --build "$build_dir" -j "$(nproc)"
   rm -rf "$build_dir/pkg"
   mkdir -p "$build_dir/pkg"

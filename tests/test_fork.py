@@ -36,34 +36,59 @@ PRELUDE = textwrap.dedent(
     def kernel_work():
         np.testing.assert_allclose(opweave.kernels.matmul(A, A.T), REF, rtol=1e-12)
 
-    def graph_work():
+    def graph_work(config=None):
         with opweave.Graph().as_default():
             x = opweave.placeholder(opweave.float64, shape=(None, 200))
             towers = [opweave.reduce_sum(opweave.matmul(x, x, transpose_b=True)) for _ in range(3)]
             total = opweave.add_n(towers)
-            with opweave.Session() as sess:
+            with opweave.Session(config=config) as sess:
                 got = sess.run(total, feed_dict={x: A})
         np.testing.assert_allclose(got, 3 * REF.sum(), rtol=1e-9)
 
+    def at_once(*jobs, repeats=3):
+        # Each job on its own thread, all released together and repeated, so kernels and graphs
+        # (global and per-session pools) overlap, also while the pools are first rebuilt.
+        barrier = threading.Barrier(len(jobs))
+        failures = []
+        def run(job):
+            try:
+                barrier.wait()
+                for _ in range(repeats):
+                    job()
+            except BaseException as e:
+                failures.append(e)
+        threads = [threading.Thread(target=run, args=(job,)) for job in jobs]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        if failures:
+            raise failures[0]
+
+    PER_SESSION = opweave.ConfigProto(use_per_session_threads=True, inter_op_parallelism_threads=2)
+
     def work():
-        kernel_work()
-        if WORKLOAD == "graph":
-            graph_work()
+        if WORKLOAD == "concurrent":
+            at_once(kernel_work, kernel_work, graph_work, lambda: graph_work(PER_SESSION))
+        else:
+            kernel_work()
+            if WORKLOAD == "graph":
+                graph_work()
         return [opweave.get_num_threads(), opweave.get_num_interop_threads()]
     """
 )
 
-# Every scenario runs kernels alone, then kernels and a graph (once the graph runtime exists).
+# Every scenario runs kernels alone, then kernels and a graph one after the other, then kernels
+# and graphs at once from separate threads (once the graph runtime exists).
+_needs_graphs = pytest.mark.skipif(
+    not hasattr(opweave, "Session"), reason="needs the graph runtime (issue 3)"
+)
 workloads = pytest.mark.parametrize(
     "workload",
     [
         "kernels",
-        pytest.param(
-            "graph",
-            marks=pytest.mark.skipif(
-                not hasattr(opweave, "Session"), reason="needs the graph runtime (issue 3)"
-            ),
-        ),
+        pytest.param("graph", marks=_needs_graphs),
+        pytest.param("concurrent", marks=_needs_graphs),
     ],
 )
 
@@ -207,6 +232,40 @@ def test_multiprocessing_fork_pool_runs_work_in_every_child_with_the_parents_siz
             with ctx.Pool(2) as pool:
                 results = pool.map(task, range(6))
             assert results == [[2, 2, i] for i in range(6)], results
+            print("ok")
+        """,
+        workload,
+    )
+    assert _ok(proc) == ["ok"]
+    assert _stderr_lines(proc) == []
+
+
+@workloads
+def test_multiprocessing_fork_children_run_work_while_the_parent_is_busy(workload: str) -> None:
+    proc = _run(
+        """
+        def task(i):
+            return work() + [i]
+
+        if __name__ == "__main__":
+            opweave.set_num_threads(2)
+            opweave.set_num_interop_threads(3)
+            stop = threading.Event()
+            def busy():
+                while not stop.is_set():
+                    work()
+            threads = [threading.Thread(target=busy) for _ in range(2)]
+            for t in threads:
+                t.start()
+            try:
+                ctx = multiprocessing.get_context("fork")
+                with ctx.Pool(2) as pool:  # forks while the parent's pools are busy
+                    results = pool.map(task, range(4))
+            finally:
+                stop.set()
+                for t in threads:
+                    t.join()
+            assert results == [[2, 3, i] for i in range(4)], results
             print("ok")
         """,
         workload,

@@ -1,7 +1,9 @@
 """Property-based tests (issue 6, point 5): random graphs against the NumPy reference evaluator
 (tests/reference.py), and the kernels on random shapes, strides and axes against NumPy.
 
-Modest example counts and no deadline: they run in the default suite on a loaded machine.
+Modest example counts and no deadline: they run in the default suite on a loaded machine. The
+small arrays never reach the kernels' multi-threaded paths; one test repeats the kernel checks on
+arrays large enough to split over the intra-op pool, and checks that they did.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import opweave as ow
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from opweave import kernels
+from opweave import _pool, kernels
 from reference import BINARY, InjectedFailure, Node, Spec, build, check, evaluate
 
 # OPWEAVE_HYPOTHESIS_EXAMPLES raises the count for a longer bug hunt.
@@ -90,12 +92,17 @@ DTYPES = [np.float32, np.float64, np.int32, np.int64]
 
 @st.composite
 def strided_arrays(
-    draw: st.DrawFn, dtype: Any, min_dims: int = 1, max_dims: int = 3, min_side: int = 0
+    draw: st.DrawFn,
+    dtype: Any,
+    min_dims: int = 1,
+    max_dims: int = 3,
+    min_side: int = 0,
+    max_side: int = 9,
 ) -> np.ndarray:
     """An array of random shape seen through random steps (negative too), order and axis
     permutation: contiguous, Fortran, sliced and transposed views alike."""
     ndim = draw(st.integers(min_dims, max_dims))
-    shape = [draw(st.integers(min_side, 9)) for _ in range(ndim)]
+    shape = [draw(st.integers(min_side, max_side)) for _ in range(ndim)]
     steps = [draw(st.sampled_from([1, 1, 2, 3, -1, -2])) for _ in range(ndim)]
     base_shape = tuple(s * abs(k) for s, k in zip(shape, steps, strict=True))
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
@@ -130,7 +137,10 @@ def test_reductions_of_strided_views_over_random_axes_match_numpy(
 ) -> None:
     if op == "mean" and np.dtype(dtype).kind != "f":
         dtype = np.float64  # integer means truncate (TensorFlow's rule); tested in test_kernels
-    x = data.draw(strided_arrays(dtype))
+    _check_reduction(data, data.draw(strided_arrays(dtype)), op, keepdims)
+
+
+def _check_reduction(data: st.DataObject, x: np.ndarray, op: str, keepdims: bool) -> None:
     axes = data.draw(
         st.none() | st.lists(st.integers(-x.ndim, x.ndim - 1), unique_by=lambda a: a % x.ndim)
     )
@@ -150,8 +160,8 @@ def test_reductions_of_strided_views_over_random_axes_match_numpy(
 
 
 @st.composite
-def broadcast_pairs(draw: st.DrawFn, dtype: Any) -> tuple[np.ndarray, np.ndarray]:
-    a = draw(strided_arrays(dtype))
+def broadcast_pairs(draw: st.DrawFn, dtype: Any, **array_kw: int) -> tuple[np.ndarray, np.ndarray]:
+    a = draw(strided_arrays(dtype, **array_kw))
     # b: a suffix of a's shape (maybe none: a 0-d array), each dimension kept or made 1, and
     # sometimes a strided view.
     keep = draw(st.integers(0, a.ndim))
@@ -178,7 +188,10 @@ def test_broadcasting_binary_ops_on_strided_views_match_numpy(
 ) -> None:
     if op == "div":
         dtype = data.draw(st.sampled_from([np.float32, np.float64]))
-    a, b = data.draw(broadcast_pairs(dtype))
+    _check_binary(*data.draw(broadcast_pairs(dtype)), op, dtype)
+
+
+def _check_binary(a: np.ndarray, b: np.ndarray, op: str, dtype: Any) -> None:
     ref = {"div": np.true_divide, "sub": np.subtract, "mul": np.multiply, "add": np.add}
     with np.errstate(all="ignore"):
         want = getattr(np, op, None) if op in ("maximum", "minimum") else ref[op]
@@ -191,7 +204,11 @@ def test_broadcasting_binary_ops_on_strided_views_match_numpy(
 @SETTINGS
 @given(data=st.data(), dtype=st.sampled_from([np.float32, np.float64]))
 def test_matmul_of_strided_views_matches_numpy(data: st.DataObject, dtype: Any) -> None:
-    a = data.draw(strided_arrays(dtype, min_dims=2, max_dims=2, min_side=1))
+    _check_matmul(data, data.draw(strided_arrays(dtype, min_dims=2, max_dims=2, min_side=1)))
+
+
+def _check_matmul(data: st.DataObject, a: np.ndarray) -> None:
+    dtype = a.dtype
     n = data.draw(st.integers(1, 40))
     rng = np.random.default_rng(a.shape[0] * 131 + n)
     b_base = rng.standard_normal((n * 2, a.shape[1])).astype(dtype)
@@ -204,7 +221,10 @@ def test_matmul_of_strided_views_matches_numpy(data: st.DataObject, dtype: Any) 
 @SETTINGS
 @given(data=st.data(), dtype=st.sampled_from(DTYPES))
 def test_transpose_and_cast_of_strided_views_match_numpy(data: st.DataObject, dtype: Any) -> None:
-    x = data.draw(strided_arrays(dtype))
+    _check_transpose_and_cast(data, data.draw(strided_arrays(dtype)))
+
+
+def _check_transpose_and_cast(data: st.DataObject, x: np.ndarray) -> None:
     perm = data.draw(st.permutations(range(x.ndim)))
     _close(kernels.transpose(x, perm), np.transpose(x, perm).copy(), exact=True)
     to = data.draw(st.sampled_from(DTYPES))
@@ -219,7 +239,11 @@ def test_transpose_and_cast_of_strided_views_match_numpy(data: st.DataObject, dt
     op=st.sampled_from(["neg", "relu", "exp", "tanh", "sigmoid"]),
 )
 def test_unary_ops_on_strided_views_match_numpy(data: st.DataObject, dtype: Any, op: str) -> None:
-    x = data.draw(strided_arrays(dtype))
+    _check_unary(data.draw(strided_arrays(dtype)), op)
+
+
+def _check_unary(x: np.ndarray, op: str) -> None:
+    dtype = x.dtype
     ref = {
         "neg": np.negative,
         "relu": lambda v: np.maximum(v, 0),
@@ -228,3 +252,51 @@ def test_unary_ops_on_strided_views_match_numpy(data: st.DataObject, dtype: Any,
         "sigmoid": lambda v: 1 / (1 + np.exp(-v)),
     }[op]
     _close(getattr(kernels, op)(x), np.asarray(ref(x), dtype=dtype), exact=op in ("neg", "relu"))
+
+
+# --- the same checks on arrays large enough for the intra-op pool -------------------------------
+
+# Sides 64..300 (2-D; steps up to 3 make the base up to 900 x 900): big enough that kernels
+# split their loops over the intra-op pool (elementwise math and matmul from 64 x 64, the other
+# families from about 200 x 200). Few examples: each costs milliseconds, not microseconds.
+LARGE_SETTINGS = settings(
+    max_examples=int(os.environ.get("OPWEAVE_HYPOTHESIS_LARGE_EXAMPLES", "25")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+_LARGE = {"min_dims": 2, "max_dims": 2, "min_side": 64, "max_side": 300}
+_FAMILIES = ["reduce", "binary", "unary", "transpose_cast", "matmul"]
+
+
+def test_kernels_on_large_strided_views_match_numpy_on_the_intra_op_pool() -> None:
+    tasks_run: dict[str, int] = dict.fromkeys(_FAMILIES, 0)
+
+    @LARGE_SETTINGS
+    @given(data=st.data(), family=st.sampled_from(_FAMILIES))
+    def check(data: st.DataObject, family: str) -> None:
+        before = _pool.pool_stats("intra").tasks_run
+        if family == "reduce":
+            op = data.draw(st.sampled_from(["sum", "mean", "max", "min"]))
+            dtype = data.draw(st.sampled_from([np.float32, np.float64] if op == "mean" else DTYPES))
+            x = data.draw(strided_arrays(dtype, **_LARGE))
+            _check_reduction(data, x, op, data.draw(st.booleans()))
+        elif family == "binary":
+            op = data.draw(st.sampled_from(["add", "sub", "mul", "maximum", "minimum", "div"]))
+            dtype = data.draw(st.sampled_from([np.float32, np.float64] if op == "div" else DTYPES))
+            _check_binary(*data.draw(broadcast_pairs(dtype, **_LARGE)), op, dtype)
+        elif family == "unary":
+            dtype = data.draw(st.sampled_from([np.float32, np.float64]))
+            op = data.draw(st.sampled_from(["neg", "relu", "exp", "tanh", "sigmoid"]))
+            _check_unary(data.draw(strided_arrays(dtype, **_LARGE)), op)
+        elif family == "transpose_cast":
+            dtype = data.draw(st.sampled_from(DTYPES))
+            _check_transpose_and_cast(data, data.draw(strided_arrays(dtype, **_LARGE)))
+        else:
+            dtype = data.draw(st.sampled_from([np.float32, np.float64]))
+            _check_matmul(data, data.draw(strided_arrays(dtype, **_LARGE)))
+        tasks_run[family] += _pool.pool_stats("intra").tasks_run - before
+
+    with ow.threads(intra=max(2, ow.get_num_threads())):  # at least one worker to split for
+        check()
+    # The examples really ran split loops on the pool's workers (the small ones above never do).
+    assert sum(tasks_run.values()) > 0, tasks_run

@@ -203,11 +203,11 @@ def test_garbage_collecting_a_session_whose_pools_are_busy() -> None:
     assert "errors []" in proc.stdout
 
 
-def test_garbage_collecting_a_session_in_a_reference_cycle_mid_run() -> None:
-    # The session is only reachable through a cycle, collected while a daemon thread is running
-    # it; exit follows at once.
+def test_a_session_in_a_reference_cycle_is_collected_once_the_run_holding_it_ends() -> None:
+    # The main thread drops its last reference (a cycle) mid-run; the running callable holds the
+    # session until the run ends, then the cycle is collected, and exit follows at once.
     code = """
-    import gc
+    import gc, weakref
     x, y = slow_graph(n=100, sleep=0.01)
 
     class Holder:
@@ -217,16 +217,56 @@ def test_garbage_collecting_a_session_in_a_reference_cycle_mid_run() -> None:
     h.self = h
     h.sess = ow.Session(config=ow.ConfigProto(
         inter_op_parallelism_threads=2, use_per_session_threads=True))
+    session = weakref.ref(h.sess)
     run = h.sess.make_callable(y, [x])
-    threading.Thread(target=lambda: print("result", run(np.ones(3, np.float32))[0], flush=True),
-                     daemon=False).start()
+    t = threading.Thread(
+        target=lambda: print("result", run(np.ones(3, np.float32))[0], flush=True))
+    t.start()
     time.sleep(0.2)
     del h, run
     gc.collect()
+    t.join()
+    gc.collect()
+    print("collected after the run", session() is None)
     """
     proc = _run(code)
     _assert_clean(proc)
     assert "result 100.0" in proc.stdout
+    assert "collected after the run True" in proc.stdout
+
+
+def test_garbage_collecting_a_session_while_its_named_pool_runs_another_sessions_work() -> None:
+    # Issue 6 point 4, the other way round: the session is collected at once (its pool is the
+    # process-wide named pool, busy with another session's run), and the run is not disturbed.
+    code = """
+    import gc, weakref
+    x, y = slow_graph(n=300, sleep=0.01, announce=True)  # 1.5 s on the pool's two threads
+    shared = ow.ConfigProto(session_inter_op_thread_pool=[ow.ThreadPoolOptionProto(2, "shared")])
+    busy = ow.Session(config=shared)
+
+    class Holder:
+        pass
+
+    h = Holder()
+    h.self = h
+    h.sess = ow.Session(config=shared)
+    h.sess.run(x + 1.0, feed_dict={x: np.ones(3, np.float32)})  # it has used the pool too
+    session = weakref.ref(h.sess)
+    results = []
+    feed = {x: np.ones(3, np.float32)}
+    t = threading.Thread(target=lambda: results.append(busy.run(y, feed_dict=feed)))
+    t.start()
+    assert _started.wait(30)
+    del h
+    gc.collect()
+    print("collected while the pool is busy", session() is None, t.is_alive(), flush=True)
+    t.join()
+    print("result", results[0][0])
+    """
+    proc = _run(code)
+    _assert_clean(proc)
+    assert "collected while the pool is busy True True" in proc.stdout
+    assert "result 300.0" in proc.stdout
 
 
 def test_interpreter_exit_with_kernels_in_flight_in_daemon_threads() -> None:

@@ -90,10 +90,25 @@ def test_per_session_pools_are_listed_while_their_session_lives() -> None:
         """
     )
     alive, closed = out.split("-- closed --")
-    line = _line(alive, "per-session inter-op pool")
+    line = _line(alive, "session inter-op pool")
     assert "3 workers" in line
     assert "use_per_session_threads" in line
-    assert "per-session" not in closed
+    assert "session inter-op pool" not in closed
+
+
+def test_every_parallel_info_line_has_its_key_in_the_same_column() -> None:
+    info = _run(
+        """
+        a = run(opweave.ConfigProto(use_per_session_threads=True, inter_op_parallelism_threads=2))
+        pools = [opweave.ThreadPoolOptionProto(num_threads=1, global_name="io")]
+        s = run(opweave.ConfigProto(session_inter_op_thread_pool=pools))
+        print(opweave.parallel_info())
+        """
+    )
+    lines = info.strip().splitlines()[1:]  # after the version line
+    assert any(ln.startswith("session inter-op pool") for ln in lines), info
+    assert any(ln.startswith("named inter-op pool") for ln in lines), info
+    assert {ln.index(": ") for ln in lines} == {21}, info
 
 
 def test_python_m_opweave_info_prints_the_same_pools_as_parallel_info() -> None:

@@ -5,7 +5,6 @@ explicit call > first Session's ConfigProto > OPWEAVE_NUM_*_THREADS > OMP_NUM_TH
 from __future__ import annotations
 
 import json
-import math
 import os
 import subprocess
 import sys
@@ -38,38 +37,69 @@ def _sizes(code: str = "", affinity: set[int] | None = None, **env: str) -> tupl
     return intra, inter
 
 
-def _cgroup_quota_cpus() -> float | None:
-    """The cgroup CPU quota of this process in CPUs, None when unlimited (v2, then v1)."""
-    v2 = Path("/sys/fs/cgroup/cpu.max")
-    if v2.exists():
-        quota, period = v2.read_text().split()[:2]
-        return None if quota == "max" else int(quota) / int(period)
-    v1 = Path("/sys/fs/cgroup/cpu/cpu.cfs_quota_us")
-    if v1.exists():
-        quota_us = int(v1.read_text())
-        period_us = int(Path("/sys/fs/cgroup/cpu/cpu.cfs_period_us").read_text())
-        return None if quota_us <= 0 else quota_us / period_us
-    return None
+def _fake_cgroups(base: Path, quota: str | None, *, v1: bool = False) -> dict[str, str]:
+    """A fake cgroup tree (testing-only variables of cpu_info.h) with this process in /app/job.
+
+    ``quota`` is cgroup v2's cpu.max first field ("max" or microseconds per 100 ms), or v1's
+    cpu.cfs_quota_us ("-1" = none) with ``v1``; it is set on the process's own cgroup, below the
+    root, where a quota from systemd's CPUQuota= sits. None: no quota file at all.
+    """
+    root = base / "sys"
+    job = root / ("cpu" if v1 else "") / "app" / "job"
+    job.mkdir(parents=True)
+    if quota is not None and v1:
+        (job / "cpu.cfs_quota_us").write_text(f"{quota}\n")
+        (job / "cpu.cfs_period_us").write_text("100000\n")
+    elif quota is not None:
+        (job / "cpu.max").write_text(f"{quota} 100000\n")
+    self_cgroup = base / "cgroup"
+    self_cgroup.write_text("3:cpu,cpuacct:/app/job\n" if v1 else "0::/app/job\n")
+    return {"OPWEAVE_CGROUP_ROOT": str(root), "OPWEAVE_PROC_SELF_CGROUP": str(self_cgroup)}
 
 
-def _available_cpus(affinity: set[int]) -> int:
-    quota = _cgroup_quota_cpus()
-    n = len(affinity)
-    return n if quota is None else max(1, min(n, math.ceil(quota)))
+def test_default_is_the_cpus_this_process_may_use(tmp_path: Path) -> None:
+    cpus = len(os.sched_getaffinity(0))
+    assert _sizes(**_fake_cgroups(tmp_path, "max")) == (cpus, cpus)
 
 
-def test_default_is_the_cpus_this_process_may_use() -> None:
-    cpus = _available_cpus(os.sched_getaffinity(0))
-    assert _sizes() == (cpus, cpus)
+@pytest.mark.parametrize("v1", [False, True], ids=["cgroup_v2", "cgroup_v1"])
+def test_a_cgroup_quota_on_the_processs_own_cgroup_caps_the_default_sizes(
+    tmp_path: Path, v1: bool
+) -> None:
+    # 0.5 CPUs: one thread; the quota sits below the root, as systemd's CPUQuota= puts it.
+    assert _sizes(**_fake_cgroups(tmp_path, "50000", v1=v1)) == (1, 1)
+
+
+def test_a_fractional_cgroup_quota_rounds_up_and_shows_in_parallel_info(tmp_path: Path) -> None:
+    cpus = len(os.sched_getaffinity(0))
+    env = _fake_cgroups(tmp_path, "150000")  # 1.5 CPUs: two threads may run at once
+    assert _sizes(**env) == (min(cpus, 2), min(cpus, 2))
+    out = subprocess.run(
+        [sys.executable, "-c", "import opweave; print(opweave.parallel_info())"],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout
+    assert "cgroup quota 1.50 CPUs" in out
+    assert f"cgroup quota 1.50 -> {min(cpus, 2)})" in out
+
+
+def test_no_quota_file_and_unlimited_quotas_leave_the_affinity_mask(tmp_path: Path) -> None:
+    cpus = len(os.sched_getaffinity(0))
+    assert _sizes(**_fake_cgroups(tmp_path / "none", None)) == (cpus, cpus)
+    assert _sizes(**_fake_cgroups(tmp_path / "v1", "-1", v1=True)) == (cpus, cpus)
+    assert _sizes(affinity={0}, **_fake_cgroups(tmp_path / "v2", "max")) == (1, 1)
 
 
 def test_default_follows_the_affinity_mask_not_the_machine() -> None:
     assert _sizes(affinity={0}) == (1, 1)
 
 
-def test_omp_num_threads_sizes_the_intra_op_pool_only() -> None:
-    cpus = _available_cpus(os.sched_getaffinity(0))
-    assert _sizes(OMP_NUM_THREADS="3") == (3, cpus)
+def test_omp_num_threads_sizes_the_intra_op_pool_only(tmp_path: Path) -> None:
+    cpus = len(os.sched_getaffinity(0))
+    assert _sizes(OMP_NUM_THREADS="3", **_fake_cgroups(tmp_path, "max")) == (3, cpus)
 
 
 def test_omp_num_threads_list_uses_its_first_entry() -> None:

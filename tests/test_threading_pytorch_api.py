@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import sys
+from collections.abc import Callable, Iterator
 
 import numpy as np
 import opweave
@@ -157,3 +158,42 @@ def test_threads_checks_its_arguments_before_changing_anything() -> None:
     with pytest.raises(TypeError, match="expects an int, but got float"):
         opweave.threads(intra=1.0)  # type: ignore[arg-type]
     assert opweave.get_num_threads() == 2
+
+
+def _package_functions_named(name: str) -> dict[str, Callable[[int], None]]:
+    """Every function called ``name`` in the opweave modules loaded by ``import opweave``."""
+    found: dict[int, tuple[str, Callable[[int], None]]] = {}
+    for module_name, module in list(sys.modules.items()):
+        if module_name == "opweave" or module_name.startswith("opweave."):
+            fn = getattr(module, name, None)
+            if callable(fn):
+                found.setdefault(id(fn), (f"{module_name}.{name}", fn))
+    return dict(found.values())
+
+
+@pytest.mark.parametrize(
+    ("name", "pool"), [("set_num_threads", "intra"), ("set_num_interop_threads", "inter")]
+)
+def test_every_setter_of_that_name_in_the_package_is_the_one_public_path(
+    name: str, pool: str
+) -> None:
+    # A second setter beside the public one (opweave._pool had one) resized the pool without
+    # recording it: TensorFlow's getter and a later threads() block then disagreed with the size.
+    setters = _package_functions_named(name)
+    assert list(setters.values()) == [getattr(opweave, name)], sorted(setters)
+    getters = {
+        "intra": (
+            opweave.get_num_threads,
+            opweave.config.threading.get_intra_op_parallelism_threads,
+        ),
+        "inter": (
+            opweave.get_num_interop_threads,
+            opweave.config.threading.get_inter_op_parallelism_threads,
+        ),
+    }[pool]
+    for qualified, setter in setters.items():
+        setter(3)
+        assert (getters[0](), getters[1]()) == (3, 3), qualified
+        with opweave.threads(**{pool: 1}):
+            pass
+        assert (getters[0](), getters[1]()) == (3, 3), qualified

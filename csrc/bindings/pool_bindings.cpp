@@ -88,6 +88,9 @@ void register_pool(py::module_& m) {
         [](const std::string& name) { return pool_named(name)->worker_thread_ids(); });
   m.def("pool_num_workers",
         [](const std::string& name) { return pool_named(name)->num_workers(); });
+  // What the pool's workers really run with (runtime_info() reports the rule in effect).
+  m.def("pool_spin_time_us",
+        [](const std::string& name) { return pool_named(name)->options().spin_time_us; });
   m.def("intra_op_parallelism", &intra_op_parallelism);
   m.def("inter_op_parallelism", &inter_op_parallelism);
   // Resizing joins worker threads; releasing the GIL lets a worker that is finishing a

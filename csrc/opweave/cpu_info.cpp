@@ -1,9 +1,11 @@
 #include "opweave/cpu_info.h"
 
 #include <sched.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -11,23 +13,113 @@
 namespace opweave {
 namespace {
 
-// cgroup v2: "max 100000" or "<quota> <period>"; v1: separate quota/period files.
-double read_cgroup_quota() {
-  std::ifstream v2("/sys/fs/cgroup/cpu.max");
-  if (v2) {
-    std::string quota;
-    double period = 0;
-    if (v2 >> quota >> period && quota != "max" && period > 0) return std::stod(quota) / period;
+bool is_directory(const std::string& path) {
+  struct stat st{};
+  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+// A whole number or decimal at the start of a file; false when missing or not a number.
+bool read_number(const std::string& path, double* out) {
+  std::ifstream in(path);
+  std::string text;
+  if (!(in >> text)) return false;
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (end == text.c_str() || *end != '\0') return false;
+  *out = v;
+  return true;
+}
+
+// cgroup v2 cpu.max: "<quota> <period>" (a limit) or "max <period>" (none). 0 when none.
+double read_cpu_max(const std::string& dir) {
+  std::ifstream in(dir + "/cpu.max");
+  std::string quota, period;
+  if (!(in >> quota >> period) || quota == "max") return 0;
+  char* qend = nullptr;
+  char* pend = nullptr;
+  const double q = std::strtod(quota.c_str(), &qend);
+  const double p = std::strtod(period.c_str(), &pend);
+  if (*qend != '\0' || *pend != '\0' || q <= 0 || p <= 0) return 0;
+  return q / p;
+}
+
+// cgroup v1: cpu.cfs_quota_us (-1 = none) over cpu.cfs_period_us. 0 when none.
+double read_cfs_quota(const std::string& dir) {
+  double quota = 0, period = 0;
+  if (!read_number(dir + "/cpu.cfs_quota_us", &quota) ||
+      !read_number(dir + "/cpu.cfs_period_us", &period) || quota <= 0 || period <= 0) {
     return 0;
   }
-  std::ifstream q("/sys/fs/cgroup/cpu/cpu.cfs_quota_us");
-  std::ifstream p("/sys/fs/cgroup/cpu/cpu.cfs_period_us");
-  double quota = -1, period = 0;
-  if (q >> quota && p >> period && quota > 0 && period > 0) return quota / period;
-  return 0;
+  return quota / period;
+}
+
+// The smallest positive quota read by `read` from <mount><path> up to <mount> itself.
+template <typename Read>
+double smallest_quota_up_to_the_root(const std::string& mount, std::string path, Read read) {
+  if (path.empty() || path[0] != '/') path = "/" + path;
+  while (path.size() > 1 && path.back() == '/') path.pop_back();
+  // Not under this mount (a container whose mount is its own cgroup, or a path outside the
+  // cgroup namespace, shown with ".."): the mount's root is the closest we can read.
+  if (path.find("/..") != std::string::npos || !is_directory(mount + path)) path = "/";
+  double smallest = 0;
+  for (;;) {
+    const double q = read(path == "/" ? mount : mount + path);
+    if (q > 0 && (smallest == 0 || q < smallest)) smallest = q;
+    if (path == "/") break;
+    const std::size_t slash = path.rfind('/');
+    path = slash == 0 ? "/" : path.substr(0, slash);
+  }
+  return smallest;
+}
+
+double smaller_quota(double a, double b) {
+  if (a <= 0) return b;
+  if (b <= 0) return a;
+  return a < b ? a : b;
+}
+
+bool lists_cpu_controller(const std::string& controllers) {
+  std::stringstream list(controllers);
+  std::string c;
+  while (std::getline(list, c, ',')) {
+    if (c == "cpu") return true;
+  }
+  return false;
 }
 
 }  // namespace
+
+double cgroup_quota_cpus(const std::string& cgroup_root, const std::string& proc_self_cgroup) {
+  // The v1 cpu controller's mount: "cpu" (usually a link to "cpu,cpuacct") or the joint name.
+  std::string v1_mount = cgroup_root + "/cpu";
+  for (const char* name : {"cpu", "cpu,cpuacct", "cpuacct,cpu"}) {
+    if (is_directory(cgroup_root + "/" + name)) {
+      v1_mount = cgroup_root + "/" + name;
+      break;
+    }
+  }
+  std::ifstream in(proc_self_cgroup);
+  if (!in) {
+    // Unknown cgroup: read the roots alone (where a container's own cgroup is mounted).
+    return smaller_quota(read_cpu_max(cgroup_root), read_cfs_quota(v1_mount));
+  }
+  double quota = 0;
+  std::string line;
+  while (std::getline(in, line)) {
+    const std::size_t first = line.find(':');
+    const std::size_t second = first == std::string::npos ? first : line.find(':', first + 1);
+    if (second == std::string::npos) continue;
+    const std::string id = line.substr(0, first);
+    const std::string controllers = line.substr(first + 1, second - first - 1);
+    const std::string path = line.substr(second + 1);
+    if (id == "0" && controllers.empty()) {
+      quota = smaller_quota(quota, smallest_quota_up_to_the_root(cgroup_root, path, read_cpu_max));
+    } else if (lists_cpu_controller(controllers)) {
+      quota = smaller_quota(quota, smallest_quota_up_to_the_root(v1_mount, path, read_cfs_quota));
+    }
+  }
+  return quota;
+}
 
 IsaFlags isa_flags() noexcept {
   IsaFlags f;
@@ -52,7 +144,11 @@ CpuInfo cpu_info() {
   info.affinity_cpus =
       sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : info.online_cpus;
   if (info.affinity_cpus < 1) info.affinity_cpus = 1;
-  info.cgroup_quota_cpus = read_cgroup_quota();
+  // Testing only (cpu_info.h): fake trees stand in for the machine's.
+  const char* root = std::getenv("OPWEAVE_CGROUP_ROOT");
+  const char* self = std::getenv("OPWEAVE_PROC_SELF_CGROUP");
+  info.cgroup_quota_cpus = cgroup_quota_cpus(root != nullptr ? root : "/sys/fs/cgroup",
+                                             self != nullptr ? self : "/proc/self/cgroup");
   info.available_cpus = info.affinity_cpus;
   if (info.cgroup_quota_cpus > 0) {
     const int quota = static_cast<int>(std::ceil(info.cgroup_quota_cpus));

@@ -17,8 +17,25 @@ struct CpuInfo {
   std::string isa;  // best kernel instruction set usable: "avx512", "avx2+fma", "portable"
 };
 
-// Re-reads affinity and quota each call (they can change at run time).
+// Re-reads affinity and quota each call (they can change at run time). The quota is
+// cgroup_quota_cpus("/sys/fs/cgroup", "/proc/self/cgroup"); for tests only, the environment
+// variables OPWEAVE_CGROUP_ROOT and OPWEAVE_PROC_SELF_CGROUP replace those two paths (a fake tree
+// lets a subprocess test see a quota the machine does not have).
 CpuInfo cpu_info();
+
+// The CPU quota, in CPUs (0 = none), of the cgroup this process is in: the smallest quota from
+// its own cgroup up to the root of the hierarchy, since every ancestor's quota also applies.
+//   proc_self_cgroup: a file in the format of /proc/self/cgroup ("<id>:<controllers>:<path>"
+//     lines). cgroup v2: the "0::<path>" line, quota in <cgroup_root><path>/cpu.max
+//     ("<quota> <period>" or "max <period>"). cgroup v1: the line whose controllers include
+//     "cpu", quota in <cgroup_root>/cpu/<path>/cpu.cfs_quota_us and cpu.cfs_period_us (-1 = none;
+//     the mount may be named "cpu,cpuacct"). Both are read (a hybrid host has both).
+//   A cgroup directory that does not exist under the root (a container whose mount starts at its
+//     own cgroup while the file shows the host's path) is read at the mount's root instead. A
+//     missing or unreadable file, or a missing proc_self_cgroup (then only the root is read), is
+//     no quota. Thread-safe.
+//   cgroup_quota_cpus("/sys/fs/cgroup", "/proc/self/cgroup")  // e.g. 1.5 under CPUQuota=150%
+double cgroup_quota_cpus(const std::string& cgroup_root, const std::string& proc_self_cgroup);
 
 struct IsaFlags {
   bool avx2 = false;

@@ -4,11 +4,12 @@
 // the registry holds only a weak reference, so a pool that is destroyed drops out of the list.
 //
 //   auto pool = std::make_shared<ThreadPool>(PoolOptions{3, "session-inter"});
-//   register_pool(pool, "per-session inter-op", "session 0x7f..",
+//   register_pool(pool, "session inter-op pool", "session 0x7f..",
 //                 "ConfigProto(use_per_session_threads=True, inter_op_parallelism_threads=3)");
 //   for (const PoolDescription& d : describe_pools()) print(d.kind, d.label, d.threads);
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -18,10 +19,11 @@
 namespace opweave {
 
 struct PoolDescription {
-  std::string kind;    // "named inter-op", "per-session inter-op", ...
-  std::string label;   // the pool's name (global_name for named pools)
-  int workers = 0;     // the pool's worker threads right now
-  std::string source;  // which rule chose the size, for humans
+  std::string kind;               // "named inter-op pool", "session inter-op pool", ...
+  std::string label;              // the pool's name (global_name for named pools)
+  int workers = 0;                // the pool's worker threads right now
+  std::string source;             // which rule chose the size, for humans
+  std::int64_t spin_time_us = 0;  // how long its idle workers spin before they park
 };
 
 // Registers a live pool. Thread-safe. Registering the same pool again replaces its entry.

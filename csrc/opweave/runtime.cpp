@@ -16,6 +16,8 @@ namespace {
 struct Setting {
   int value = 0;  // 0: not resolved yet
   std::string source;
+  bool fixed = false;  // rule 1 chose it (ParallelismSetting::fixed)
+  int requested = 0;   // the n of the set_* call that chose it, else 0 (ParallelismSetting)
 };
 
 struct GlobalPool {
@@ -27,8 +29,7 @@ struct GlobalPool {
   // which g_mutex must not be: a use (a kernel inside a parallel_for) may read a size meanwhile.
   // Lock order: resize_mutex before g_mutex.
   std::mutex resize_mutex;
-  bool explicit_size = false;  // guarded by g_mutex
-  Setting setting;             // guarded by g_mutex; fixed once the pool exists
+  Setting setting;  // guarded by g_mutex
 };
 
 std::mutex g_mutex;  // guards every GlobalPool's settings and pool creation/resizing
@@ -107,14 +108,6 @@ std::int64_t spin_time_locked(std::string* source) {
   return g_spin.us;
 }
 
-void apply_spin_time_locked() {
-  const std::int64_t us = spin_time_locked(nullptr);
-  for (GlobalPool* g : {&g_intra, &g_inter}) {
-    // relaxed: g_mutex orders creation and this read.
-    ThreadPool* p = g->pool.load(std::memory_order_relaxed);
-    if (p != nullptr && p->options().spin_time_us != us) p->set_spin_time_us(us);
-  }
-}
 // --- end issue 7 ---
 
 Affinity affinity_setting(std::string* source) {
@@ -195,24 +188,58 @@ void check_size(int n, const char* what) {
   }
 }
 
-void set_size(GlobalPool& g, int n, std::string source, const char* what) {
-  check_size(n, what);
-  std::lock_guard<std::mutex> resizing(g.resize_mutex);  // one set_size per pool at a time
+// Installs the setting that make_next() returns (called under g_mutex) and resizes the pool to
+// it if the pool exists. The whole setting changes in one step under g_mutex, so a reader (or a
+// save for a later restore) never sees the size of one call with the source of another.
+template <typename MakeNext>
+void install(GlobalPool& g, MakeNext make_next) {
+  // acquire: pairs with create_locked's release store (we may call into the pool below).
+  if (ThreadPool* p = g.pool.load(std::memory_order_acquire); p != nullptr && p->in_own_work()) {
+    // Refuse before taking resize_mutex: a resize of this pool running on another thread waits
+    // for this thread's work, so waiting for its resize_mutex here would never end.
+    throw OpError(ErrorCode::kFailedPrecondition,
+                  std::string("cannot resize the ") + g.name +
+                      " pool from inside its own work (an op, a py_function or a parallel loop "
+                      "running on that pool): the resize would wait for itself. Resize it "
+                      "between runs, or give the session its own pools "
+                      "(ConfigProto(use_per_session_threads=True))");
+  }
+  std::lock_guard<std::mutex> resizing(g.resize_mutex);  // one install per pool at a time
   std::unique_lock<std::mutex> lock(g_mutex);            // guards the settings and creation
-  const Setting next = n == 0 ? default_setting(g.intra) : Setting{n, std::move(source)};
+  Setting next = make_next();
   // relaxed: g_mutex orders creation and this read.
   ThreadPool* p = g.pool.load(std::memory_order_relaxed);
   if (p != nullptr) {
     // The pool exists and stays (only fork's child drops it, and fork waits for resize_mutex);
-    // resize_mutex keeps other set_size calls out. Resize without g_mutex: it waits for the
-    // pool's uses, which may read settings. If it throws (called from inside the pool's own
-    // work), nothing changed.
+    // resize_mutex keeps other installs out. Resize without g_mutex: it waits for the pool's
+    // uses, which may read settings. If it throws, nothing changed.
     lock.unlock();
     p->resize(g.intra ? next.value - 1 : next.value);
     lock.lock();
   }
-  g.explicit_size = n != 0;
-  g.setting = next;
+  g.setting = std::move(next);
+}
+
+void set_size(GlobalPool& g, int n, std::string source, const char* what) {
+  check_size(n, what);
+  install(g, [&] {
+    return n == 0 ? default_setting(g.intra) : Setting{n, std::move(source), true, n};
+  });
+}
+
+void restore_size(GlobalPool& g, const ParallelismSetting& saved, const char* what) {
+  if (saved.size < 1 || saved.size > kMaxThreads || saved.requested < 0 ||
+      saved.requested > kMaxThreads) {
+    throw_invalid_argument(std::string("restore ") + what + ": size " + std::to_string(saved.size) +
+                           " / requested " + std::to_string(saved.requested) + " out of range");
+  }
+  install(g, [&] { return Setting{saved.size, saved.source, saved.fixed, saved.requested}; });
+}
+
+ParallelismSetting setting_of(GlobalPool& g) {
+  std::lock_guard<std::mutex> lock(g_mutex);  // one consistent copy of the setting
+  resolve_locked(g);
+  return {g.setting.value, g.setting.source, g.setting.fixed, g.setting.requested};
 }
 
 std::string source_of(GlobalPool& g) {
@@ -244,6 +271,15 @@ void set_inter_op_parallelism(int n, std::string source) {
   set_size(g_inter, n, std::move(source), "inter_op_parallelism");
 }
 
+ParallelismSetting intra_op_parallelism_setting() { return setting_of(g_intra); }
+ParallelismSetting inter_op_parallelism_setting() { return setting_of(g_inter); }
+void restore_intra_op_parallelism(const ParallelismSetting& saved) {
+  restore_size(g_intra, saved, "intra_op_parallelism");
+}
+void restore_inter_op_parallelism(const ParallelismSetting& saved) {
+  restore_size(g_inter, saved, "inter_op_parallelism");
+}
+
 ParallelismInEffect configure_parallelism_if_unset(int intra, int inter, std::string source) {
   if (intra > kMaxThreads) check_size(intra, "intra_op_parallelism");
   if (inter > kMaxThreads) check_size(inter, "inter_op_parallelism");
@@ -251,12 +287,9 @@ ParallelismInEffect configure_parallelism_if_unset(int intra, int inter, std::st
   std::lock_guard<std::mutex> lock(g_mutex);  // decide and create atomically w.r.t. set_*
   auto apply = [&source](GlobalPool& g, int n) {
     // relaxed: g_mutex orders creation and this read.
-    const bool unset = !g.explicit_size && g.pool.load(std::memory_order_relaxed) == nullptr;
+    const bool unset = !g.setting.fixed && g.pool.load(std::memory_order_relaxed) == nullptr;
     const bool applied = unset && n > 0;
-    if (applied) {
-      g.explicit_size = true;
-      g.setting = {n, source};
-    }
+    if (applied) g.setting = {n, source, true, 0};
     if (g.pool.load(std::memory_order_relaxed) == nullptr) create_locked(g);
     return applied;
   };
@@ -289,9 +322,34 @@ RuntimeInfo runtime_info() {
 
 // --- issue 7 ---
 void set_spin_time_us(std::int64_t us, std::string source) {
-  std::lock_guard<std::mutex> lock(g_mutex);  // setting + rebuild are one step
-  g_spin = us < 0 ? SpinSetting{} : SpinSetting{true, us, std::move(source)};
-  apply_spin_time_locked();
+  for (GlobalPool* g : {&g_intra, &g_inter}) {
+    // acquire: pairs with create_locked's release store. Refused before taking resize_mutex: a
+    // resize running on another thread may be waiting for this thread's work.
+    ThreadPool* p = g->pool.load(std::memory_order_acquire);
+    if (p != nullptr && p->in_own_work()) {
+      throw OpError(ErrorCode::kFailedPrecondition,
+                    std::string("cannot change the spin time from inside the work of the ") +
+                        g->name + " pool: rebuilding its workers would wait for itself");
+    }
+  }
+  // Both resize_mutexes (lock order as in atfork_prepare): no resize runs meanwhile, and the
+  // pools stay. g_mutex is held only to change the setting: the rebuilds below wait for the
+  // pools' work, which may read settings.
+  std::lock_guard<std::mutex> intra_resizing(g_intra.resize_mutex);
+  std::lock_guard<std::mutex> inter_resizing(g_inter.resize_mutex);
+  std::int64_t effective = 0;
+  ThreadPool* pools[2] = {nullptr, nullptr};
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);  // guards g_spin and pool creation
+    g_spin = us < 0 ? SpinSetting{} : SpinSetting{true, us, std::move(source)};
+    effective = spin_time_locked(nullptr);
+    // relaxed: g_mutex orders creation and these reads.
+    pools[0] = g_intra.pool.load(std::memory_order_relaxed);
+    pools[1] = g_inter.pool.load(std::memory_order_relaxed);
+  }
+  for (ThreadPool* p : pools) {
+    if (p != nullptr && p->options().spin_time_us != effective) p->set_spin_time_us(effective);
+  }
 }
 
 bool configure_spin_time_if_unset(std::int64_t us, std::string source) {

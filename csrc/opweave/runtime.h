@@ -31,12 +31,14 @@
 // creates fresh pools of the same sizes. The child never touches the dead threads and never
 // hangs on them. fork() waits while another thread is creating or resizing a global pool.
 //
-// Thread-safety: every function is thread-safe, and set_* may be called at any time from any
-// thread, also while other threads run parallel_for or schedule() on that pool: the resize waits
-// until the uses in flight have left, and new uses wait for it (ThreadPool::resize,
-// ThreadPool::Use). Calling set_* from inside that pool's own work (one of its workers, or a
-// parallel_for / task on it further up this thread's stack) throws OpError(kFailedPrecondition): it
-// would wait for itself.
+// Thread-safety: every function is thread-safe, and set_* / restore_* may be called at any time
+// from any thread, also while other threads run parallel_for or schedule() on that pool: the
+// resize waits until the uses in flight have left, and new uses wait for it (ThreadPool::resize,
+// ThreadPool::Use). Calling set_* / restore_* from inside that pool's own work (one of its
+// workers, or a parallel_for / task on it further up this thread's stack) throws
+// OpError(kFailedPrecondition) at once, also while another thread is resizing that pool: it would
+// wait for itself. No lock of this file is held while a resize waits for the pool's work, so that
+// work may read or set sizes (of the other pool) meanwhile.
 #pragma once
 
 #include <cstdint>
@@ -66,6 +68,23 @@ std::string inter_op_parallelism_source();
 inline constexpr int kMaxThreads = 4096;
 void set_intra_op_parallelism(int n, std::string source = "set_intra_op_parallelism");
 void set_inter_op_parallelism(int n, std::string source = "set_inter_op_parallelism");
+
+// One global pool's sizing state, saved and put back whole by context managers
+// (opweave.threads, threadpool_limits): a save never mixes the size of one set_* call with the
+// source of another, and a restore racing with a set_* leaves one of the two, whole.
+struct ParallelismSetting {
+  int size = 1;        // the size in effect
+  std::string source;  // the rule that chose it
+  bool fixed = false;  // rule 1 chose it: the environment and a first Session no longer apply
+  int requested = 0;   // the n of the set_*_op_parallelism call that chose it; 0 when none did
+                       // (TensorFlow's get_*_op_parallelism_threads)
+};
+ParallelismSetting intra_op_parallelism_setting();
+ParallelismSetting inter_op_parallelism_setting();
+// Puts a saved setting back (resizing the pool if it exists). Throws OpError(kInvalidArgument)
+// for a size outside 1..kMaxThreads, OpError(kFailedPrecondition) as set_* does.
+void restore_intra_op_parallelism(const ParallelismSetting& saved);
+void restore_inter_op_parallelism(const ParallelismSetting& saved);
 
 struct ParallelismInEffect {
   int intra = 1;
@@ -101,7 +120,9 @@ RuntimeInfo runtime_info();
 // --- Spin time set at run time (issue 7: ConfigProto.experimental.spin_time_us) ---
 // An explicit spin time for the global pools (us >= 0; 0 = never spin) takes precedence over
 // OPWEAVE_SPIN_TIME_US; us < 0 goes back to the environment / the default. Existing global pools
-// rebuild their workers (between uses, as set_*_op_parallelism). Thread-safe.
+// rebuild their workers (between uses, as set_*_op_parallelism: it waits for the work in flight,
+// holding no lock that work may need). Thread-safe; throws OpError(kFailedPrecondition) from
+// inside either global pool's own work.
 void set_spin_time_us(std::int64_t us, std::string source);
 // For the first Session: sets the spin time as above only when none was set explicitly and
 // neither global pool exists yet (the pools' sizes follow the same rule). Returns whether it

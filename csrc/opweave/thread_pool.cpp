@@ -426,6 +426,23 @@ struct ThreadPool::Impl {
     }
   }
 
+  // resize() and set_spin_time_us(): closes the use gate, waits for the uses in flight, runs
+  // what is queued, joins the workers, lets `configure` change the options while no worker runs,
+  // starts the new workers and reopens the gate.
+  template <typename Configure>
+  void rebuild(const char* what, Configure configure) {
+    check_not_waiting_for_self(what);
+    std::lock_guard<std::mutex> lifecycle(lifecycle_mutex);  // one shutdown/rebuild at a time
+    close_gate_and_drain();
+    struct Reopen {
+      Impl* impl;
+      ~Reopen() { impl->open_gate(); }  // also when start() throws
+    } reopen{this};
+    shutdown_locked(true);
+    configure(options);
+    start(options.num_workers);
+  }
+
   std::size_t shutdown(bool run_pending) {
     if (is_own_worker()) {
       throw OpError(ErrorCode::kFailedPrecondition,
@@ -561,31 +578,24 @@ void ThreadPool::resize(int num_workers) {
     throw_invalid_argument("ThreadPool::resize: num_workers must be >= 0, got " +
                            std::to_string(num_workers));
   }
-  impl_->check_not_waiting_for_self("resize");
-  std::lock_guard<std::mutex> lifecycle(impl_->lifecycle_mutex);  // one resize at a time
-  impl_->close_gate_and_drain();
-  struct Reopen {
-    Impl* impl;
-    ~Reopen() { impl->open_gate(); }  // also when start() throws
-  } reopen{impl_.get()};
-  impl_->shutdown_locked(true);
-  impl_->start(num_workers);
+  impl_->rebuild("resize", [num_workers](PoolOptions& o) { o.num_workers = num_workers; });
 }
 
 // (issue 7) Workers read options.spin_time_us when they start, so a new spin time means new
-// workers; the option changes while none is running (after shutdown, under lifecycle_mutex).
+// workers: the same rebuild between uses as resize().
 void ThreadPool::set_spin_time_us(std::int64_t us) {
   if (us < 0) {
     throw_invalid_argument("ThreadPool::set_spin_time_us: expected >= 0, got " +
                            std::to_string(us));
   }
-  impl_->shutdown(true);
-  std::lock_guard<std::mutex> lifecycle(impl_->lifecycle_mutex);  // as in resize()
-  impl_->options.spin_time_us = us;
-  impl_->start(impl_->options.num_workers);
+  impl_->rebuild("set_spin_time_us", [us](PoolOptions& o) { o.spin_time_us = us; });
 }
 
 std::size_t ThreadPool::shutdown(bool run_pending) { return impl_->shutdown(run_pending); }
+
+bool ThreadPool::in_own_work() const noexcept {
+  return impl_->is_own_worker() || impl_->held_by_this_thread();
+}
 
 int ThreadPool::current_worker_index() const noexcept {
   return impl_->is_own_worker() ? t_worker.index : -1;

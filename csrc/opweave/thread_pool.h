@@ -94,6 +94,10 @@ class ThreadPool {
   // tasks were dropped (tasks a thread waits for, see Task::must_run, are run, not dropped).
   // Thread-safe; throws OpError(kFailedPrecondition) from one of its own workers.
   std::size_t shutdown(bool run_pending = true);
+  // True on one of this pool's workers and on a thread that holds a Use of it (inside a
+  // parallel_for or task of this pool further up its stack): there resize() and shutdown() would
+  // wait for the calling thread itself. Thread-safe.
+  bool in_own_work() const noexcept;
   // Index of the calling thread among this pool's workers, or -1. Thread-safe.
   int current_worker_index() const noexcept;
   // Kernel thread ids (gettid) of the workers, for traces. Thread-safe between resizes.

@@ -32,7 +32,7 @@ def demo(size: int = 1 << 21, repeats: int = 8, runs: int = 5) -> None:
     print(opweave.parallel_info())
     print()
     x = np.linspace(0.0, 1.0, size)
-    default_threads = _pool.get_num_threads()
+    default_threads = opweave.get_num_threads()
     counts = sorted({1, max(2, default_threads)})
     print(f"sum(sin(x + k)) over {size:,} float64 x {repeats}, median of {runs} runs:")
     print(
@@ -42,7 +42,7 @@ def demo(size: int = 1 << 21, repeats: int = 8, runs: int = 5) -> None:
     base = None
     try:
         for n in counts:
-            _pool.set_num_threads(n)
+            opweave.set_num_threads(n)
             _pool.parallel_sin_sum(x, repeats)  # warm-up: creates/wakes the workers
             _pool.reset_pool_stats("intra")
             result = 0.0
@@ -59,7 +59,7 @@ def demo(size: int = 1 << 21, repeats: int = 8, runs: int = 5) -> None:
                 f"{s.tasks_run:>9} {s.steals:>6} {s.parks:>5} {s.wakeups:>7}"
             )
     finally:
-        _pool.set_num_threads(0)
+        opweave.config.threading.set_intra_op_parallelism_threads(0)
     print("The result is bit-identical for every thread count (fixed blocks, fixed tree).")
 
 

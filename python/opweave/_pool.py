@@ -1,8 +1,9 @@
 """The two process-wide thread pools, seen from Python.
 
 ``parallel_info()`` explains the pool sizes and where they came from; :func:`pool_stats` and
-:func:`reset_pool_stats` expose the work-stealing counters (for tests and the demo); the
-``*_num_threads`` functions resize the pools between uses.
+:func:`reset_pool_stats` expose the work-stealing counters (for tests and the demo). The sizes
+are set through the public thread controls only (``opweave.set_num_threads`` & co., see
+``_threads.py`` and ``_runtime.py``), so there is one code path and one record of what was set.
 """
 
 from __future__ import annotations
@@ -20,14 +21,10 @@ PoolName = Literal["intra", "inter"]
 __all__ = [
     "PoolName",
     "PoolStats",
-    "get_num_interop_threads",
-    "get_num_threads",
     "parallel_info",
     "parallel_sin_sum",
     "pool_stats",
     "reset_pool_stats",
-    "set_num_interop_threads",
-    "set_num_threads",
 ]
 
 
@@ -88,48 +85,6 @@ def reset_pool_stats(pool: PoolName = "intra") -> None:
     """
     _check_pool(pool)
     _core.reset_pool_stats(pool)
-
-
-def _check_threads(n: int, what: str) -> int:
-    if isinstance(n, bool) or not isinstance(n, int):
-        raise TypeError(f"{what} must be an int, got {type(n).__name__}")
-    if n < 0:
-        raise ValueError(f"{what} must be >= 0 (0 = the system picks), got {n}")
-    return n
-
-
-def set_num_threads(n: int) -> None:
-    """Set intra-op parallelism: one op computes on at most ``n`` threads, the caller included.
-
-    Parameters
-    ----------
-    n : int
-        Threads per op; the intra-op pool gets ``n - 1`` workers. ``0`` lets the system pick
-        (environment variables, then the CPUs this process may use). Call between runs: the
-        pool is resized in place and must not be in use.
-    """
-    _core.set_intra_op_parallelism(_check_threads(n, "n"), f"opweave.set_num_threads({n})")
-
-
-def get_num_threads() -> int:
-    """Return the intra-op parallelism in effect (threads per op, caller included)."""
-    return int(_core.intra_op_parallelism())
-
-
-def set_num_interop_threads(n: int) -> None:
-    """Set inter-op parallelism: at most ``n`` ops run at once.
-
-    Parameters
-    ----------
-    n : int
-        Workers of the inter-op pool; ``0`` lets the system pick. Call between runs.
-    """
-    _core.set_inter_op_parallelism(_check_threads(n, "n"), f"opweave.set_num_interop_threads({n})")
-
-
-def get_num_interop_threads() -> int:
-    """Return the inter-op parallelism in effect (ops that may run at once)."""
-    return int(_core.inter_op_parallelism())
 
 
 def parallel_info() -> str:

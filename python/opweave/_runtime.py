@@ -17,26 +17,40 @@ so the rules live in one place:
 
 from __future__ import annotations
 
-import os
-import threading
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NoReturn
 
 from . import _opweave_core as _core
+from . import errors
 
 Pool = Literal["intra", "inter"]
 
-# The C++ runtime is thread-safe; this lock only keeps the Python-side record of explicit sizes
-# consistent with the C++ state when several Python threads change sizes at once.
-_lock = threading.RLock()
-_explicit: dict[Pool, int] = {"intra": 0, "inter": 0}
-# Held by the forking thread across os.fork(), so a child never inherits it locked by a thread
-# that does not exist there (the C++ side does the same for its locks, see fork_guard.h).
-os.register_at_fork(
-    before=_lock.acquire, after_in_parent=_lock.release, after_in_child=_lock.release
-)
+# No Python lock here: the C++ runtime keeps each pool's whole setting (size, rule, what a call
+# requested) and changes it in one step, and a resize waits for the pool's work, which may be a
+# py_function calling these very functions; a lock held across that wait would never be released.
 
 MAX_THREADS = 4096  # opweave::kMaxThreads
+
+
+def _raise(exc: BaseException) -> NoReturn:
+    code, message = exc.args[0], exc.args[1]
+    raise errors.error_from_code(int(code), str(message)) from None
+
+
+def _call(fn: Callable[..., None], *args: object) -> None:
+    """Call a C++ setter, raising its errors as opweave.errors classes.
+
+    FailedPreconditionError: called from inside the work of the pool it resizes (a py_function
+    on the inter-op pool resizing that pool, say), where it would wait for itself.
+    """
+    failure: BaseException | None = None
+    try:
+        fn(*args)
+    except _core.CoreError as exc:
+        failure = exc
+    if failure is not None:
+        _raise(failure)  # outside the except block: the CoreError is not shown as context
 
 
 def intra_threads() -> int:
@@ -61,59 +75,57 @@ def inter_source() -> str:
 
 def explicit_intra() -> int:
     """The intra-op size an opweave Python call set, 0 when unset."""
-    return _explicit["intra"]
+    return snapshot("intra").explicit
 
 
 def explicit_inter() -> int:
     """The inter-op size an opweave Python call set, 0 when unset."""
-    return _explicit["inter"]
+    return snapshot("inter").explicit
 
 
 def set_intra_threads(n: int, source: str) -> None:
     """Size the intra-op pool explicitly (``n > 0``) or hand it back to the system (``n == 0``)."""
-    with _lock:
-        _core.set_intra_op_parallelism(n, source)
-        _explicit["intra"] = n
+    _call(_core.set_intra_op_parallelism, n, source)
 
 
 def set_inter_threads(n: int, source: str) -> None:
     """Size the inter-op pool explicitly (``n > 0``) or hand it back to the system (``n == 0``)."""
-    with _lock:
-        _core.set_inter_op_parallelism(n, source)
-        _explicit["inter"] = n
+    _call(_core.set_inter_op_parallelism, n, source)
 
 
 @dataclass(frozen=True)
 class PoolState:
-    """One pool's size, provenance and explicit setting, as saved by :func:`snapshot`."""
+    """One pool's whole setting, as saved by :func:`snapshot`.
+
+    Attributes
+    ----------
+    size : int
+        The size in effect.
+    source : str
+        The rule that chose it.
+    explicit : int
+        The size an opweave Python call set, 0 when none did (TensorFlow's getter).
+    fixed : bool
+        The first rule of the precedence order chose it (a call, or the first Session's
+        ConfigProto): environment variables and a later first Session no longer apply.
+    """
 
     size: int
     source: str
     explicit: int
+    fixed: bool
 
 
 def snapshot(pool: Pool) -> PoolState:
-    """Save one pool's state so :func:`restore` can put it back exactly."""
-    with _lock:
-        if pool == "intra":
-            return PoolState(intra_threads(), intra_source(), explicit_intra())
-        return PoolState(inter_threads(), inter_source(), explicit_inter())
+    """Save one pool's setting, read in one step, so :func:`restore` can put it back exactly."""
+    size, source, fixed, requested = _core.parallelism_setting(pool)
+    return PoolState(int(size), str(source), int(requested), bool(fixed))
 
 
 def restore(pool: Pool, state: PoolState) -> None:
-    """Put back a state saved by :func:`snapshot`, size and provenance included.
+    """Put back a setting saved by :func:`snapshot`: size, provenance and what was requested.
 
-    A state that was not set from Python is first handed back to the system (``n == 0``); if that
-    does not reproduce it (the first Session's ConfigProto chose it, say), the saved size is set
-    again with its saved provenance, and the Python record stays "unset".
+    One step in the C++ runtime: a restore racing with a setter on another thread leaves the
+    whole setting of one or the other, never a mix (whichever comes last wins, as for two setters).
     """
-    setter = set_intra_threads if pool == "intra" else set_inter_threads
-    with _lock:
-        if state.explicit > 0:
-            setter(state.explicit, state.source)
-            return
-        setter(0, state.source)
-        now = snapshot(pool)
-        if (now.size, now.source) != (state.size, state.source):
-            setter(state.size, state.source)
-            _explicit[pool] = 0
+    _call(_core.restore_parallelism, pool, state.size, state.source, state.fixed, state.explicit)

@@ -66,8 +66,9 @@ def register() -> bool:
             if stack and n == stack[-1].size:
                 _runtime.restore("intra", stack.pop())
                 return None
-            stack.append(_runtime.snapshot("intra"))
+            saved = _runtime.snapshot("intra")
             _runtime.set_intra_threads(n, _SOURCE.format(n=n))
+            stack.append(saved)  # only once the limit is in effect: a refused one has no restore
             return None
 
         def get_version(self) -> str:

@@ -107,6 +107,9 @@ def set_num_threads(n: int) -> None:
         ``n`` is not an int (``TypeError``, also a ``RuntimeError`` as in PyTorch).
     ThreadCountValueError
         ``n`` is not positive (``ValueError``, also a ``RuntimeError`` as in PyTorch).
+    opweave.errors.FailedPreconditionError
+        Called from inside a parallel loop running on the intra-op pool, where the resize would
+        wait for itself (a ``py_function`` runs on the inter-op pool and may call this).
 
     See Also
     --------
@@ -163,6 +166,10 @@ def set_num_interop_threads(n: int) -> None:
         ``n`` is not an int.
     ThreadCountValueError
         ``n`` is not positive.
+    opweave.errors.FailedPreconditionError
+        Called from inside an op running on the global inter-op pool (a ``py_function``, say),
+        where the resize would wait for itself. From another thread, the call waits for the ops
+        in flight instead.
 
     See Also
     --------
@@ -202,8 +209,12 @@ class threads(contextlib.ContextDecorator):
 
     Restoring puts back the size *and* the rule that chose it, so after the block
     ``parallel_info()`` and ``get_intra_op_parallelism_threads()`` read as before. Blocks nest.
-    Sizes change between runs: nothing may be running on the pools when the block starts or
-    ends.
+    Entering or leaving may happen while other threads run ops on the pools (the resize waits
+    for them), but not from inside an op running on the pool it resizes (a ``py_function`` on the
+    inter-op pool with ``inter=...``): that raises
+    :class:`~opweave.errors.FailedPreconditionError`, since the resize would wait for itself.
+    The sizes are process-wide: blocks on several threads at once restore in the order they
+    exit, so the last block to exit decides the size after them all.
 
     Parameters
     ----------
@@ -240,11 +251,19 @@ class threads(contextlib.ContextDecorator):
         self._saved: list[tuple[_runtime.PoolState, _runtime.PoolState]] = []
 
     def __enter__(self) -> None:
-        self._saved.append((_runtime.snapshot("intra"), _runtime.snapshot("inter")))
+        saved_intra, saved_inter = _runtime.snapshot("intra"), _runtime.snapshot("inter")
         if self._intra is not None:
             _runtime.set_intra_threads(self._intra, f"opweave.threads(intra={self._intra})")
         if self._inter is not None:
-            _runtime.set_inter_threads(self._inter, f"opweave.threads(inter={self._inter})")
+            try:
+                _runtime.set_inter_threads(self._inter, f"opweave.threads(inter={self._inter})")
+            except BaseException:
+                # Refused (e.g. FailedPreconditionError inside the inter-op pool's own work):
+                # the block does not run, so nothing of it may stay in effect.
+                if self._intra is not None:
+                    _runtime.restore("intra", saved_intra)
+                raise
+        self._saved.append((saved_intra, saved_inter))
 
     def __exit__(self, *exc_info: object) -> None:
         saved_intra, saved_inter = self._saved.pop()

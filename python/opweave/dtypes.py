@@ -105,10 +105,24 @@ def implicit_array(value: Any, dtype: DType) -> np.ndarray[Any, Any]:
     if arr.dtype == target or arr.size == 0:
         return arr.astype(target, copy=False)
     if not np.can_cast(arr.dtype, target, "same_kind"):
-        raise TypeError(f"a {arr.dtype} value does not convert implicitly")
+        raise TypeError(f"{_with_article(_kind_of(value, arr))} value does not convert implicitly")
     if target.kind in "iu" and not np.can_cast(arr.dtype, target, "safe"):
         info = np.iinfo(target)
         lo, hi = arr.min(), arr.max()
         if lo < info.min or hi > info.max:
             raise TypeError(f"values in [{lo}, {hi}] do not fit in {target}")
     return arr.astype(target, copy=False)
+
+
+def _kind_of(value: Any, arr: np.ndarray[Any, Any]) -> str:
+    """What a value is, for messages: its NumPy dtype name, or its Python type for an object
+    array (``dict``), ``str`` / ``bytes`` for text (not ``<U21``)."""
+    if arr.dtype.kind == "O":
+        return type(value).__name__
+    text: dict[str, str] = {"U": "str", "S": "bytes", "V": "structured"}
+    return text.get(arr.dtype.kind, str(arr.dtype.name))
+
+
+def _with_article(word: str) -> str:
+    """``"an int64"``, ``"a float64"``, ``"a uint8"`` (a "you" sound takes "a")."""
+    return f"{'an' if word[:1].lower() in 'aeio' else 'a'} {word}"

@@ -1,4 +1,6 @@
 #include <atomic>
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <random>
 #include <string>
@@ -72,6 +74,78 @@ OPWEAVE_TEST(resizing_from_a_worker_of_that_pool_is_refused_and_changes_nothing)
   OPWEAVE_CHECK_EQ(refused.load(), 1);
   OPWEAVE_CHECK_EQ(inter_op_parallelism(), 2);
   OPWEAVE_CHECK_EQ(inter_op_parallelism_source(), std::string("test"));
+}
+
+OPWEAVE_TEST(a_saved_setting_is_restored_whole_size_source_and_provenance) {
+  set_intra_op_parallelism(3, "saved call");
+  const ParallelismSetting saved = intra_op_parallelism_setting();
+  OPWEAVE_CHECK_EQ(saved.size, 3);
+  OPWEAVE_CHECK_EQ(saved.source, std::string("saved call"));
+  OPWEAVE_CHECK(saved.fixed);
+  OPWEAVE_CHECK_EQ(saved.requested, 3);
+  set_intra_op_parallelism(5, "inside the block");
+  OPWEAVE_CHECK_EQ(global_intra_pool()->num_workers(), 4);
+  restore_intra_op_parallelism(saved);
+  const ParallelismSetting now = intra_op_parallelism_setting();
+  OPWEAVE_CHECK_EQ(now.size, 3);
+  OPWEAVE_CHECK_EQ(now.source, std::string("saved call"));
+  OPWEAVE_CHECK(now.fixed);
+  OPWEAVE_CHECK_EQ(now.requested, 3);
+  OPWEAVE_CHECK_EQ(global_intra_pool()->num_workers(), 2);
+
+  set_inter_op_parallelism(0);  // the system picks: not fixed, nothing requested
+  const ParallelismSetting system = inter_op_parallelism_setting();
+  OPWEAVE_CHECK(!system.fixed);
+  OPWEAVE_CHECK_EQ(system.requested, 0);
+  set_inter_op_parallelism(4, "block");
+  restore_inter_op_parallelism(system);
+  const ParallelismSetting back = inter_op_parallelism_setting();
+  OPWEAVE_CHECK_EQ(back.size, system.size);
+  OPWEAVE_CHECK_EQ(back.source, system.source);
+  OPWEAVE_CHECK(!back.fixed);
+  OPWEAVE_CHECK_EQ(back.requested, 0);
+  OPWEAVE_CHECK_EQ(global_inter_pool()->num_workers(), system.size);
+
+  ParallelismSetting bad = saved;
+  bad.size = 0;
+  OPWEAVE_CHECK_THROWS(restore_intra_op_parallelism(bad));
+  set_intra_op_parallelism(0);
+}
+
+OPWEAVE_TEST(a_set_from_inside_the_pool_while_another_thread_resizes_it_is_refused_not_a_deadlock) {
+  // The resizer waits for the pool's work; that work asking to resize the same pool must be told
+  // at once, not queue behind the resizer (which waits for it).
+  set_inter_op_parallelism(2, "test");
+  std::atomic<bool> entered{false}, resizer_started{false}, task_done{false}, resized{false};
+  std::atomic<int> refused{0};
+  global_inter_pool()->schedule([&] {
+    entered.store(true);
+    while (!resizer_started.load()) std::this_thread::yield();
+    // Let the resizer take the pool's resize lock and start waiting for this task (not a timing
+    // assertion: with less time the task may just win the race, and the check still holds).
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    try {
+      set_inter_op_parallelism(1, "from the pool's own work");
+    } catch (const OpError& e) {
+      refused.store(e.code() == ErrorCode::kFailedPrecondition ? 1 : 2);
+    }
+    task_done.store(true);
+  });
+  OPWEAVE_CHECK(wait_until([&] { return entered.load(); }));
+  std::thread resizer([&] {
+    resizer_started.store(true);
+    set_inter_op_parallelism(3, "resizer");
+    resized.store(true);
+  });
+  if (!wait_until([&] { return task_done.load() && resized.load(); })) {
+    std::fprintf(stderr, "deadlock: a set from the pool's work waits for the resizer\n");
+    std::_Exit(1);  // the threads cannot be joined
+  }
+  resizer.join();
+  OPWEAVE_CHECK_EQ(refused.load(), 1);
+  OPWEAVE_CHECK_EQ(inter_op_parallelism(), 3);
+  OPWEAVE_CHECK_EQ(inter_op_parallelism_source(), std::string("resizer"));
+  OPWEAVE_CHECK_EQ(global_inter_pool()->num_workers(), 3);
 }
 
 OPWEAVE_TEST(negative_or_huge_sizes_are_invalid_argument) {

@@ -97,11 +97,12 @@ std::shared_ptr<ThreadPool> named_inter_pool(const std::string& name, int num_th
 std::shared_ptr<ThreadPool> make_session_inter_pool(int num_threads, const std::string& name) {
   auto pool = std::make_shared<ThreadPool>(
       inter_options(std::max(1, resolve_num_threads(num_threads)), name));
-  // issue 7: parallel_info() lists the pool while its session holds it. session.py names the
-  // pool "session inter-op" for use_per_session_threads, "session inter-op <i>" otherwise.
+  // issue 7: parallel_info() lists the pool while its session holds it (its kind fits the
+  // 21-character key column). session.py names the pool "session inter-op" for
+  // use_per_session_threads, "session inter-op <i>" otherwise.
   const std::string n = std::to_string(num_threads);
   register_pool(
-      pool, "per-session inter-op pool", name,
+      pool, "session inter-op pool", name,
       name == "session inter-op"
           ? "ConfigProto(use_per_session_threads=True, inter_op_parallelism_threads=" + n + ")"
           : "ConfigProto.session_inter_op_thread_pool (num_threads=" + n + ")");
