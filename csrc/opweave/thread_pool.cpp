@@ -11,6 +11,7 @@
 #include <condition_variable>
 #include <deque>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "opweave/errors.h"
@@ -426,6 +427,25 @@ struct ThreadPool::Impl {
     }
   }
 
+  // resize() and set_spin_time_us(): workers read their options when they start, so changing
+  // either means new workers. Between uses: the gate is closed and drained first, so no use in
+  // flight sees `workers` (or the options) change under it. An unset value keeps the current one
+  // (read under lifecycle_mutex, so a concurrent rebuild's value is not lost).
+  void rebuild(const char* what, std::optional<int> num_workers,
+               std::optional<std::int64_t> spin_time_us) {
+    check_not_waiting_for_self(what);
+    std::lock_guard<std::mutex> lifecycle(lifecycle_mutex);  // one shutdown/rebuild at a time
+    close_gate_and_drain();
+    struct Reopen {
+      Impl* impl;
+      ~Reopen() { impl->open_gate(); }  // also when start() throws
+    } reopen{this};
+    shutdown_locked(true);
+    // No use and no worker runs now: the options may change (options() is "between resizes").
+    if (spin_time_us) options.spin_time_us = *spin_time_us;
+    start(num_workers.value_or(options.num_workers));
+  }
+
   std::size_t shutdown(bool run_pending) {
     if (is_own_worker()) {
       throw OpError(ErrorCode::kFailedPrecondition,
@@ -561,28 +581,15 @@ void ThreadPool::resize(int num_workers) {
     throw_invalid_argument("ThreadPool::resize: num_workers must be >= 0, got " +
                            std::to_string(num_workers));
   }
-  impl_->check_not_waiting_for_self("resize");
-  std::lock_guard<std::mutex> lifecycle(impl_->lifecycle_mutex);  // one resize at a time
-  impl_->close_gate_and_drain();
-  struct Reopen {
-    Impl* impl;
-    ~Reopen() { impl->open_gate(); }  // also when start() throws
-  } reopen{impl_.get()};
-  impl_->shutdown_locked(true);
-  impl_->start(num_workers);
+  impl_->rebuild("resize", num_workers, std::nullopt);
 }
 
-// (issue 7) Workers read options.spin_time_us when they start, so a new spin time means new
-// workers; the option changes while none is running (after shutdown, under lifecycle_mutex).
 void ThreadPool::set_spin_time_us(std::int64_t us) {
   if (us < 0) {
     throw_invalid_argument("ThreadPool::set_spin_time_us: expected >= 0, got " +
                            std::to_string(us));
   }
-  impl_->shutdown(true);
-  std::lock_guard<std::mutex> lifecycle(impl_->lifecycle_mutex);  // as in resize()
-  impl_->options.spin_time_us = us;
-  impl_->start(impl_->options.num_workers);
+  impl_->rebuild("set_spin_time_us", std::nullopt, us);
 }
 
 std::size_t ThreadPool::shutdown(bool run_pending) { return impl_->shutdown(run_pending); }
