@@ -20,6 +20,7 @@
 
 using namespace opweave;
 using opweave::testing::wait_until;
+using opweave::testing::Watchdog;
 
 namespace {
 
@@ -482,6 +483,42 @@ OPWEAVE_TEST(a_parallel_for_on_a_shut_down_pool_runs_on_the_caller) {
   std::atomic<std::int64_t> sum{0};
   parallel_for(&pool, 0, 10000, 10, [&](std::int64_t b, std::int64_t e) { sum.fetch_add(e - b); });
   OPWEAVE_CHECK_EQ(sum.load(), 10000);
+}
+
+OPWEAVE_TEST(shutdown_while_parallel_for_loops_run_still_runs_every_chunk_of_them) {
+  // A running loop's chunks are tasks its caller waits for (Task::must_run): shutdown, even one
+  // that drops pending work, runs them; loops that start after it run on their callers. A dropped
+  // chunk would leave its caller waiting forever: the watchdog turns that into a failure.
+  Watchdog dog("parallel_for loops racing a shutdown");
+  for (int round = 0; round < 20; ++round) {
+    ThreadPool pool = make_pool(4, /*spin_us=*/20);
+    std::atomic<bool> stop{false};
+    std::atomic<int> bad{0};
+    std::atomic<long> loops{0};
+    std::vector<std::thread> users;
+    for (int u = 0; u < 2; ++u) {
+      users.emplace_back([&] {
+        while (!stop.load(std::memory_order_relaxed)) {  // relaxed: a stop flag; join orders
+          const std::int64_t n = 4000;
+          std::vector<std::atomic<int>> hits(static_cast<std::size_t>(n));
+          parallel_for(&pool, 0, n, 3, [&](std::int64_t b, std::int64_t e) {
+            for (std::int64_t i = b; i < e; ++i) hits[static_cast<std::size_t>(i)]++;
+            std::this_thread::yield();  // keep chunks in flight while shutdown runs
+          });
+          for (auto& h : hits) bad.fetch_add(h.load() != 1);
+          loops.fetch_add(1);
+        }
+      });
+    }
+    OPWEAVE_CHECK(wait_until([&] { return loops.load() >= 1; }));
+    pool.shutdown(/*run_pending=*/round % 2 == 1);
+    const long after = loops.load();
+    OPWEAVE_CHECK(wait_until([&] { return loops.load() >= after + 2; }));  // still working
+    stop.store(true, std::memory_order_relaxed);                           // see above
+    for (auto& t : users) t.join();
+    OPWEAVE_CHECK_EQ(bad.load(), 0);
+    OPWEAVE_CHECK_EQ(pool.num_workers(), 0);
+  }
 }
 
 OPWEAVE_TEST_MAIN()

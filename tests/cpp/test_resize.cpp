@@ -16,6 +16,7 @@
 
 using namespace opweave;
 using opweave::testing::wait_until;
+using opweave::testing::Watchdog;
 
 namespace {
 
@@ -26,27 +27,6 @@ PoolOptions opts(int workers, const char* name = "rs") {
   o.spin_time_us = 20;
   return o;
 }
-
-// Aborts the process when a test hangs (a deadlock would otherwise stall ctest until its timeout
-// without saying where).
-class Watchdog {
- public:
-  explicit Watchdog(const char* what, double seconds = 120.0)
-      : thread_([this, what, seconds] {
-          if (!wait_until([this] { return done_.load(std::memory_order_acquire); }, seconds)) {
-            std::fprintf(stderr, "watchdog: %s hung\n", what);
-            std::abort();
-          }
-        }) {}
-  ~Watchdog() {
-    done_.store(true, std::memory_order_release);  // the watchdog reads it with acquire
-    thread_.join();
-  }
-
- private:
-  std::atomic<bool> done_{false};
-  std::thread thread_;
-};
 
 // Runs `body(thread_index, rng)` on `users` threads in a loop while the calling thread resizes
 // `pool` to random sizes 1..8 `resizes` times.
