@@ -102,12 +102,12 @@ OPWEAVE_TEST(every_micro_kernel_the_cpu_supports_matches_reference) {
   using namespace gemm_detail;
   std::vector<MicroKernel<float>> k32 = {portable_kernel_f32()};
   std::vector<MicroKernel<double>> k64 = {portable_kernel_f64()};
-  const CpuInfo info = cpu_info();
-  if (info.has_avx2 && info.has_fma) {
+  const IsaFlags isa = isa_flags();
+  if (isa.can_run_avx2_files()) {
     k32.push_back(avx2_kernel_f32());
     k64.push_back(avx2_kernel_f64());
   }
-  if (info.has_avx512f && info.has_avx2 && info.has_fma) {
+  if (isa.can_run_avx512_files()) {
     k32.push_back(avx512_kernel_f32());
     k64.push_back(avx512_kernel_f64());
   }
@@ -163,8 +163,7 @@ void check_direct_a_matches_packed(gemm_detail::MicroKernel<T> uk) {
 }
 
 OPWEAVE_TEST(reading_a_in_place_gives_the_bits_of_packing_it) {
-  const CpuInfo info = cpu_info();
-  if (info.has_avx512f && info.has_avx2 && info.has_fma) {
+  if (isa_flags().can_run_avx512_files()) {
     check_direct_a_matches_packed(gemm_detail::avx512_kernel_f32());
     check_direct_a_matches_packed(gemm_detail::avx512_kernel_f64());
   }
@@ -386,7 +385,7 @@ OPWEAVE_TEST(unary_add_n_cast_and_transpose) {
 
 OPWEAVE_TEST(baseline_and_avx2_reduction_loops_give_the_same_bits) {
   using namespace reduce_detail;
-  if (!cpu_info().has_avx2) return;  // nothing to compare on this CPU
+  if (!isa_flags().can_run_avx2_files()) return;  // nothing to compare on this CPU
   Tensor x = random_tensor<float>({40, 1001}, 61);
   const float* p = x.data<float>();
   const auto base = loops_baseline<Combine::kAdd, float>();
@@ -446,7 +445,7 @@ void check_unary_math_tables_agree() {
 }
 
 OPWEAVE_TEST(baseline_and_avx2_unary_math_give_the_same_bits_and_tanh_is_accurate) {
-  if (!(cpu_info().has_avx2 && cpu_info().has_fma)) return;  // nothing to compare on this CPU
+  if (!isa_flags().can_run_avx2_files()) return;  // nothing to compare on this CPU
   check_unary_math_tables_agree<float>();
   check_unary_math_tables_agree<double>();
 }
