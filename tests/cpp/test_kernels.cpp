@@ -131,6 +131,45 @@ OPWEAVE_TEST(every_micro_kernel_the_cpu_supports_matches_reference) {
   }
 }
 
+// Every kernel with a small NC: n spans several N blocks (the last one ragged), with K and M split
+// too, reading A in place (fn_rows) and from packed panels. The real NC (1024..4096) is crossed by
+// tests/test_kernels.py with the kernel this CPU selects.
+template <typename T>
+void check_across_nc_blocks(gemm_detail::MicroKernel<T> uk) {
+  using namespace gemm_detail;
+  auto pools = make_pools();
+  const std::int64_t m = 151, n = 5 * uk.nr + 3, k = 259;
+  Tensor a = random_tensor<T>({m, k}, 21), b = random_tensor<T>({k, n}, 22);
+  uk.nc = 2 * uk.nr;
+  uk.kc = 64;
+  uk.mc = 2 * uk.mr;
+  for (const bool in_place : {true, false}) {
+    MicroKernel<T> kernel = uk;
+    if (!in_place) kernel.fn_rows = nullptr;
+    for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), pools[2].get()}) {
+      Tensor c = Tensor::empty(DTypeOf<T>::value, {m, n});
+      packed_gemm<T>(kernel, m, n, k, {a.data<T>(), k, 1}, {b.data<T>(), n, 1}, c.data<T>(), n,
+                     pool);
+      OPWEAVE_CHECK(matches_reference<T>(a, b, false, false, c));
+    }
+  }
+}
+
+OPWEAVE_TEST(every_micro_kernel_matches_reference_across_several_nc_blocks) {
+  using namespace gemm_detail;
+  check_across_nc_blocks(portable_kernel_f32());
+  check_across_nc_blocks(portable_kernel_f64());
+  const IsaFlags isa = isa_flags();
+  if (isa.can_run_avx2_files()) {
+    check_across_nc_blocks(avx2_kernel_f32());
+    check_across_nc_blocks(avx2_kernel_f64());
+  }
+  if (isa.can_run_avx512_files()) {
+    check_across_nc_blocks(avx512_kernel_f32());
+    check_across_nc_blocks(avx512_kernel_f64());
+  }
+}
+
 // Kernels that can read row-major A in place (fn_rows) must give the bits of the packed path:
 // same shape run with and without fn_rows, ragged rows and columns, several K blocks, 1 and 3
 // threads.
