@@ -48,6 +48,16 @@ def test_matmul_matches_numpy_on_edge_sizes(dtype: Any, m: int, n: int, k: int) 
     np.testing.assert_allclose(kernels.matmul(a, b), a @ b, **_tol(dtype, k))
 
 
+# NC (the columns of one packed B panel) is 4080 or 4096, 1024 for the AVX-512 float64 kernel:
+# these span several N blocks of whichever kernel this CPU selects, the last one ragged. (Each
+# kernel with a small NC: tests/cpp/test_kernels.cpp.)
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("n", [4081, 4097, 8200])
+def test_matmul_wider_than_one_nc_block_matches_numpy(dtype: Any, n: int) -> None:
+    a, b = _random((13, 37), dtype), _random((37, n), dtype)
+    np.testing.assert_allclose(kernels.matmul(a, b), a @ b, **_tol(dtype, 37))
+
+
 @pytest.mark.parametrize("dtype", FLOATS)
 @pytest.mark.parametrize("order", ["CC", "CF", "FC", "FF"])
 @pytest.mark.parametrize(("ta", "tb"), [(False, False), (True, False), (False, True), (True, True)])
@@ -394,6 +404,19 @@ def test_results_are_bit_identical_for_1_2_3_and_8_threads(dtype: Any) -> None:
         assert got_mean.tobytes() == ref_mean.tobytes()
     # The global pool gives the same bits as well.
     assert kernels.matmul(a, b).tobytes() == ref_mm.tobytes()
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("op", ["sum", "mean"])
+def test_few_long_rows_give_the_same_bits_for_1_2_3_and_8_threads(dtype: Any, op: str) -> None:
+    # Fewer rows than twice the threads, each at least two blocks long: from 2 threads on each
+    # row is reduced in parallel inside (reduce.cpp, "few long rows"), with 1 thread the rows go
+    # one per task. The bits must not change with that choice.
+    x = _random((3, 200_003), dtype)
+    reduce = getattr(kernels, f"reduce_{op}")
+    ref = reduce(x, axis=1, _num_threads=1)
+    for threads in (2, 3, 8):
+        assert reduce(x, axis=1, _num_threads=threads).tobytes() == ref.tobytes()
 
 
 def test_num_threads_hook_rejects_nonsense() -> None:
