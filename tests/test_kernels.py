@@ -214,14 +214,33 @@ def test_full_sum_of_long_runs_matches_numpy(n: int) -> None:
     assert kernels.reduce_max(x) == np.max(x)
 
 
-def test_float32_sum_is_at_least_as_accurate_as_numpy() -> None:
-    x = np.random.default_rng(5).random(1 << 20).astype(np.float32)
-    exact = np.sum(x.astype(np.float64))
-    assert abs(float(kernels.reduce_sum(x)) - exact) <= abs(float(np.sum(x)) - exact) + 1e-3
-    col = x.reshape(4096, 256)
-    exact_col = col.astype(np.float64).sum(axis=0)
-    ours = np.abs(kernels.reduce_sum(col, axis=0) - exact_col).max()
-    assert ours <= np.abs(col.sum(axis=0) - exact_col).max()
+# Zero-mean data, so that the rounding errors of the partial sums are not hidden under one
+# rounding of a large total. Errors are taken against a float64 sum of the same float32 values
+# (its own error is ~1e-9 of theirs) and compared without slack, as means over thousands of sums
+# of one length: one sum's error is luck, the mean shows the algorithm. Left out: lengths at which
+# opweave's tree has the shape of NumPy's (8, 16, 24: a tie in distribution, which no finite
+# sample decides) and runs of 64K values and more (both pairwise with the same depth; measured
+# at parity, a sample mean falls either side).
+@pytest.mark.parametrize(
+    ("shape", "axis"),
+    [
+        ((20_000, 13), 1),
+        ((20_000, 31), 1),
+        ((10_000, 63), 1),
+        ((8_000, 127), 1),
+        ((8_000, 200), 1),
+        ((4_000, 255), 1),
+        ((4_000, 1000), 1),
+        ((1_000, 4127), 1),
+        ((4096, 512), 0),  # a strided axis: NumPy adds the rows one after another
+    ],
+)
+def test_float32_sum_is_at_least_as_accurate_as_numpy(shape: tuple[int, int], axis: int) -> None:
+    x = np.random.default_rng(5).standard_normal(shape, dtype=np.float32)
+    exact = x.sum(axis=axis, dtype=np.float64)
+    ours = np.abs(kernels.reduce_sum(x, axis=axis) - exact).mean()
+    numpys = np.abs(x.sum(axis=axis) - exact).mean()
+    assert ours <= numpys
 
 
 @pytest.mark.parametrize("op", ["max", "min"])
