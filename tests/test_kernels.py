@@ -356,6 +356,58 @@ def test_binary_errors() -> None:
         kernels.sub(np.ones(3, bool), np.ones(3, bool))
 
 
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+@pytest.mark.parametrize("scalar", [1.5, 2.0, float("nan")])
+def test_a_python_float_with_an_integer_array_is_a_type_error_not_a_truncation(
+    dtype: Any, scalar: float
+) -> None:
+    # NumPy would promote to float64; opweave does not promote, and truncating 1.5 to 1 (what
+    # happened before) is silent data loss.
+    x = np.array([1, 2, 3], dtype)
+    for a, b in ((x, scalar), (scalar, x)):
+        with pytest.raises(TypeError, match=rf"add: .*float.*{np.dtype(dtype).name}"):
+            kernels.add(a, b)
+
+
+@pytest.mark.parametrize(
+    ("dtype", "scalar"),
+    [(np.int32, 2**31), (np.int32, -(2**31) - 1), (np.int64, 2**63), (np.int32, 10**30)],
+)
+def test_a_python_int_outside_the_array_dtype_is_a_type_error_not_a_wraparound(
+    dtype: Any, scalar: int
+) -> None:
+    x = np.array([1, 2, 3], dtype)
+    with pytest.raises(TypeError, match=rf"mul: .*int.*{np.dtype(dtype).name}"):
+        kernels.mul(x, scalar)
+
+
+def test_a_number_with_a_bool_array_is_a_type_error() -> None:
+    for scalar in (1, 1.5):
+        with pytest.raises(TypeError, match="bool"):
+            kernels.maximum(np.array([True, False]), scalar)
+
+
+@pytest.mark.parametrize(
+    ("dtype", "scalar"),
+    [
+        (np.int32, 2**31 - 1),
+        (np.int32, -(2**31)),
+        (np.int32, True),
+        (np.int64, 2**63 - 1),
+        (np.float32, 1.5),
+        (np.float32, 3),
+        (np.float32, 2**40 + 1),  # rounds, as NumPy's weak scalars do
+        (np.float64, True),
+        (np.bool_, True),
+    ],
+)
+def test_python_scalars_that_fit_take_the_array_dtype_like_numpy(dtype: Any, scalar: Any) -> None:
+    x = np.array([1, 0, 1], dtype)
+    got = kernels.maximum(x, scalar)
+    assert got.dtype == x.dtype
+    np.testing.assert_array_equal(got, np.maximum(x, scalar))
+
+
 UNARY = {
     "neg": (kernels.neg, np.negative),
     "relu": (kernels.relu, lambda x: np.where(x < 0, 0, x).astype(x.dtype)),

@@ -6,7 +6,11 @@ keep running. Results never depend on the number of threads: matmul splits rows 
 never the inner dimension, and reductions combine fixed-size blocks in a fixed order.
 
 Unlike NumPy, binary ops do not promote dtypes (as in TensorFlow): both operands must have the same
-dtype. Python scalars take the dtype of the array operand.
+dtype. A Python scalar takes the dtype of the array operand when it converts without loss of kind
+(NumPy's "weak scalar" rule, in the form TensorFlow applies it): an int or bool for an integer
+array, an int, float or bool for a float array, a bool for a bool array. A float with an integer
+array, a number with a bool array, or an int outside the array dtype's range is a ``TypeError``
+(NumPy would promote to float64 / int64, or raise ``OverflowError``); cast the array first.
 
 >>> import numpy as np
 >>> from opweave import kernels
@@ -27,7 +31,7 @@ import numpy as np
 import numpy.typing as npt
 
 from . import _opweave_core as _core
-from . import errors
+from . import dtypes, errors
 
 __all__ = [
     "add",
@@ -327,14 +331,28 @@ def reduce_min(
     return _reduce("min", x, axis, keepdims, _num_threads)
 
 
+def _scalar_like(op: str, value: Any, name: str, like: np.ndarray[Any, Any]) -> Any:
+    """A Python scalar operand as a 0-d array of the other operand's dtype, by the rule of the
+    module docstring: ``dtypes.implicit_array``, the conversion feeds and py_function results
+    go through (same kind only, integers only when they fit)."""
+    try:
+        return dtypes.implicit_array(value, dtypes.as_dtype(like.dtype))
+    except TypeError as exc:
+        raise TypeError(
+            f"{op}: {name} is the Python {type(value).__name__} {value!r}, which does not take "
+            f"the other operand's dtype {like.dtype} ({exc}); opweave does not promote dtypes "
+            "(NumPy would): cast the array first"
+        ) from None
+
+
 def _binary(op: str, a: Any, b: Any, num_threads: int | None) -> np.ndarray[Any, Any]:
-    # Python scalars take the other operand's dtype (NumPy's "weak scalar" rule).
+    # Python scalars take the other operand's dtype when that loses nothing (module docstring).
     if isinstance(a, (bool, int, float)) and not isinstance(b, (bool, int, float)):
         bb = _array(b, op, "b")
-        aa = _array(np.asarray(a, dtype=bb.dtype), op, "a")
+        aa = _array(_scalar_like(op, a, "a", bb), op, "a")
     elif isinstance(b, (bool, int, float)) and not isinstance(a, (bool, int, float)):
         aa = _array(a, op, "a")
-        bb = _array(np.asarray(b, dtype=aa.dtype), op, "b")
+        bb = _array(_scalar_like(op, b, "b", aa), op, "b")
     else:
         aa, bb = _array(a, op, "a"), _array(b, op, "b")
     if aa.dtype != bb.dtype:
@@ -357,7 +375,8 @@ def add(a: ArrayLike, b: ArrayLike, *, _num_threads: int | None = None) -> np.nd
     Parameters
     ----------
     a, b : array_like
-        Arrays of the same supported dtype, or one array and a Python scalar.
+        Arrays of the same supported dtype, or one array and a Python scalar that converts to
+        the array's dtype without loss of kind (see the module docstring).
 
     Returns
     -------
@@ -367,7 +386,8 @@ def add(a: ArrayLike, b: ArrayLike, *, _num_threads: int | None = None) -> np.nd
     Raises
     ------
     TypeError
-        Different or unsupported dtypes.
+        Different or unsupported dtypes; a Python float with an integer array, a number with a
+        bool array, or a Python int outside the array dtype's range.
     ValueError
         Shapes that do not broadcast.
 
@@ -378,6 +398,12 @@ def add(a: ArrayLike, b: ArrayLike, *, _num_threads: int | None = None) -> np.nd
     >>> add(np.array([[1.0], [2.0]]), np.array([10.0, 20.0]))
     array([[11., 21.],
            [12., 22.]])
+    >>> add(np.array([1, 2], dtype=np.int32), 1)
+    array([2, 3], dtype=int32)
+    >>> add(np.array([1, 2], dtype=np.int32), 1.5)
+    Traceback (most recent call last):
+    ...
+    TypeError: add: b is the Python float 1.5, which does not take the other operand's dtype ...
     """
     return _binary("add", a, b, _num_threads)
 
