@@ -493,6 +493,25 @@ def test_few_long_rows_give_the_same_bits_for_1_2_3_and_8_threads(dtype: Any, op
 def test_num_threads_hook_rejects_nonsense() -> None:
     with pytest.raises(ValueError, match="_num_threads"):
         kernels.reduce_sum(np.ones(3), _num_threads=0)
+    for bad in (True, 2.0, "2", np.float64(2.0)):
+        with pytest.raises(TypeError, match="_num_threads"):
+            kernels.reduce_sum(np.ones(3), _num_threads=bad)  # type: ignore[arg-type]
+    for bad_int in (-1, 10**12, 4097):
+        with pytest.raises(ValueError, match="_num_threads"):
+            kernels.reduce_sum(np.ones(3), _num_threads=bad_int)
+    np.testing.assert_array_equal(kernels.reduce_sum(np.ones(3), _num_threads=np.int64(2)), 3.0)
+
+
+@pytest.mark.parametrize("axis", [True, False, (0, True), np.bool_(True)])
+def test_a_bool_axis_is_a_type_error_like_numpy(axis: Any) -> None:
+    with pytest.raises(TypeError, match="reduce_sum: axis must be an int"):
+        kernels.reduce_sum(np.ones((2, 3)), axis=axis)
+
+
+@pytest.mark.parametrize("axis", [1.0, 1.5, "1", (0, 1.0), object()])
+def test_a_non_integer_axis_is_a_clear_type_error(axis: Any) -> None:
+    with pytest.raises(TypeError, match=r"reduce_max: axis must be an int or a sequence of ints"):
+        kernels.reduce_max(np.ones((2, 3)), axis=axis)
 
 
 def test_kernels_release_the_gil() -> None:

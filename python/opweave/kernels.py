@@ -31,7 +31,7 @@ import numpy as np
 import numpy.typing as npt
 
 from . import _opweave_core as _core
-from . import dtypes, errors
+from . import _threads, dtypes, errors
 
 __all__ = [
     "add",
@@ -81,12 +81,12 @@ def _array(x: Any, op: str, name: str = "x") -> np.ndarray[Any, Any]:
     return arr
 
 
-def _threads(num_threads: int | None) -> int:
+def _num_threads_arg(num_threads: int | None) -> int:
+    """The test hook's thread count: None (the global pool, 0 for the core) or 1..4096; a bool,
+    float or other non-integer is a TypeError, an int out of range a ValueError."""
     if num_threads is None:
         return 0
-    if not isinstance(num_threads, int) or num_threads < 1:
-        raise ValueError(f"_num_threads must be a positive int or None, got {num_threads!r}")
-    return num_threads
+    return _threads.check_thread_count("_num_threads", num_threads)
 
 
 def _call(fn: Any, *args: Any, **kwargs: Any) -> np.ndarray[Any, Any]:
@@ -187,17 +187,32 @@ def matmul(
             raise ValueError("matmul: out must be a C-contiguous, writeable array")
         if np.may_share_memory(out, aa) or np.may_share_memory(out, bb):
             raise ValueError("matmul: out must not overlap the inputs")
-    return _call(_core.matmul, aa, bb, ta, tb, out, _threads(_num_threads))
+    return _call(_core.matmul, aa, bb, ta, tb, out, _num_threads_arg(_num_threads))
+
+
+def _is_index(value: Any) -> bool:
+    """An int or NumPy integer, but not a bool (NumPy rejects ``axis=True`` too)."""
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
 
 
 def _axes(op: str, x: np.ndarray[Any, Any], axis: Axis) -> list[int] | None:
     if axis is None:
         return None
-    axes = [axis] if isinstance(axis, (int, np.integer)) else list(axis)
+    bad_axis = TypeError(f"{op}: axis must be an int or a sequence of ints, got {axis!r}")
+    axes: list[Any]
+    if _is_index(axis):
+        axes = [axis]
+    elif isinstance(axis, (str, bytes)):
+        raise bad_axis
+    else:
+        try:
+            axes = list(axis)  # type: ignore[arg-type]  # anything iterable; checked below
+        except TypeError:
+            raise bad_axis from None
     normalized = []
     for ax in axes:
-        if not isinstance(ax, (int, np.integer)):
-            raise TypeError(f"{op}: axis must be an int or a sequence of ints, got {axis!r}")
+        if not _is_index(ax):
+            raise bad_axis
         if not -x.ndim <= ax < x.ndim:
             raise ValueError(f"{op}: axis {ax} is out of range for an array of shape {x.shape}")
         normalized.append(int(ax) % x.ndim)
@@ -219,7 +234,7 @@ def _reduce(
         raise ValueError(
             f"{name}: cannot reduce an empty axis of an array of shape {arr.shape} (no identity)"
         )
-    return _call(_core.reduce, op, arr, axes, bool(keepdims), _threads(num_threads))
+    return _call(_core.reduce, op, arr, axes, bool(keepdims), _num_threads_arg(num_threads))
 
 
 def reduce_sum(
@@ -366,7 +381,7 @@ def _binary(op: str, a: Any, b: Any, num_threads: int | None) -> np.ndarray[Any,
         np.broadcast_shapes(aa.shape, bb.shape)
     except ValueError:
         raise ValueError(f"{op}: shapes {aa.shape} and {bb.shape} do not broadcast") from None
-    return _call(_core.binary, op, aa, bb, _threads(num_threads))
+    return _call(_core.binary, op, aa, bb, _num_threads_arg(num_threads))
 
 
 def add(a: ArrayLike, b: ArrayLike, *, _num_threads: int | None = None) -> np.ndarray[Any, Any]:
@@ -481,7 +496,7 @@ def _unary(op: str, x: ArrayLike, num_threads: int | None) -> np.ndarray[Any, An
         op in ("exp", "tanh", "sigmoid") and arr.dtype.type not in _FLOATS
     ):
         raise TypeError(f"{op}: dtype {arr.dtype} is not supported")
-    return _call(_core.unary, op, arr, _threads(num_threads))
+    return _call(_core.unary, op, arr, _num_threads_arg(num_threads))
 
 
 def neg(x: ArrayLike, *, _num_threads: int | None = None) -> np.ndarray[Any, Any]:
@@ -570,7 +585,7 @@ def add_n(inputs: Sequence[ArrayLike], *, _num_threads: int | None = None) -> np
             raise ValueError(f"add_n: shapes differ: {first.shape} and {arr.shape}")
     if first.dtype == np.bool_:
         raise TypeError("add_n: bool inputs are not supported")
-    return _call(_core.add_n, arrays, _threads(_num_threads))
+    return _call(_core.add_n, arrays, _num_threads_arg(_num_threads))
 
 
 def cast(
@@ -589,7 +604,7 @@ def cast(
     to = np.dtype(dtype)
     if to.type not in _SUPPORTED:
         raise TypeError(f"cast: target dtype {to} is not supported")
-    return _call(_core.cast, arr, to, _threads(_num_threads))
+    return _call(_core.cast, arr, to, _num_threads_arg(_num_threads))
 
 
 def transpose(
@@ -610,4 +625,4 @@ def transpose(
         not -arr.ndim <= i < arr.ndim for i in p
     ):
         raise ValueError(f"transpose: {perm!r} is not a permutation of the axes of {arr.shape}")
-    return _call(_core.transpose, arr, p, _threads(_num_threads))
+    return _call(_core.transpose, arr, p, _num_threads_arg(_num_threads))
