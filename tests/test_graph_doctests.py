@@ -21,6 +21,7 @@ import pytest
         "opweave.tuning",
         "opweave.timeline",
         "opweave._flops",
+        "opweave.kernels",
     ],
 )
 def test_docstring_examples_hold(module: str) -> None:

@@ -126,13 +126,13 @@ int main(int argc, char** argv) {
     }
     return 0;
   }
-  const CpuInfo info = cpu_info();
+  const IsaFlags isa = isa_flags();
   bench_kernel(portable_kernel_f32());
-  if (info.has_avx2 && info.has_fma) {
+  if (isa.can_run_avx2_files()) {
     bench_kernel(avx2_kernel_f32());
     bench_kernel(avx2_kernel_f64());
   }
-  if (info.has_avx512f) {
+  if (isa.can_run_avx512_files()) {
     bench_kernel(avx512_kernel_f32());
     bench_kernel(avx512_kernel_f64());
   }

@@ -4,6 +4,12 @@
 // pools are, and what opweave had before the work-stealing pool) or on fresh std::threads.
 //
 //   pool_bench [threads] [repeats]
+//   pool_bench idle <workers> [seconds]   # CPU time used while idle after a parallel loop:
+//     {"idle": true, "workers": N, "seconds": s, "process_cpu_ms": x, "worker_cpu_ms": [...],
+//      "parks": p, "spin_time_us": t}
+#include <time.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -11,8 +17,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <deque>
+#include <fstream>
 #include <functional>
 #include <mutex>
+#include <sstream>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -138,9 +147,75 @@ void many_tasks(Pool& pool, int n, bool from_worker) {
   while (left.load(std::memory_order_acquire) != 0) std::this_thread::yield();
 }
 
+// CPU time (ns) one thread of this process has used: /proc/self/task/<tid>/schedstat (ns on the
+// CPU), else utime + stime from .../stat (clock ticks).
+long long thread_cpu_ns(long tid) {
+  const std::string dir = "/proc/self/task/" + std::to_string(tid);
+  std::ifstream sched(dir + "/schedstat");
+  long long ns = 0;
+  if (sched >> ns) return ns;
+  std::ifstream stat(dir + "/stat");
+  std::string line;
+  std::getline(stat, line);
+  const std::size_t close = line.rfind(')');
+  if (close == std::string::npos) return -1;
+  std::istringstream rest(line.substr(close + 2));
+  std::string field;
+  long long utime = 0, stime = 0;
+  for (int i = 3; i <= 15 && rest >> field; ++i) {
+    if (i == 14) utime = std::stoll(field);
+    if (i == 15) stime = std::stoll(field);
+  }
+  return (utime + stime) * (1000000000LL / sysconf(_SC_CLK_TCK));
+}
+
+long long process_cpu_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<long long>(ts.tv_sec) * 1000000000LL + ts.tv_nsec;
+}
+
+// Issue 2: "idle workers use no CPU after a short spin". A parallel loop wakes every worker; then
+// the process sleeps for `seconds` and we read the CPU time the workers (and the whole process,
+// the sleeping caller included) used meanwhile.
+int idle_cpu(int workers, double seconds) {
+  PoolOptions options;
+  options.num_workers = workers;
+  options.name = "idle";
+  ThreadPool pool(options);
+  const std::vector<long> tids = pool.worker_thread_ids();
+  parallel_for(&pool, 0, 1 << 16, 64, [](std::int64_t b, std::int64_t e) {
+    double s = 0;
+    for (std::int64_t i = b; i < e; ++i) s += busy_work(50);
+    g_sink = g_sink + s;
+  });
+  const std::uint64_t parks_before = pool.stats().parks;
+  std::vector<long long> before;
+  for (long t : tids) before.push_back(thread_cpu_ns(t));
+  const long long process_before = process_cpu_ns();
+  std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+  const long long process_used = process_cpu_ns() - process_before;
+  std::printf(
+      "{\"idle\": true, \"workers\": %d, \"seconds\": %.3g, \"process_cpu_ms\": %.6g, "
+      "\"worker_cpu_ms\": [",
+      workers, seconds, static_cast<double>(process_used) / 1e6);
+  for (std::size_t i = 0; i < tids.size(); ++i) {
+    const long long used = thread_cpu_ns(tids[i]) - before[i];
+    std::printf("%s%.6g", i ? ", " : "", static_cast<double>(used) / 1e6);
+  }
+  std::printf("], \"parks\": %llu, \"spin_time_us\": %lld}\n",
+              static_cast<unsigned long long>(pool.stats().parks - parks_before),
+              static_cast<long long>(pool.options().spin_time_us));
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::string(argv[1]) == "idle") {
+    const int workers = argc > 2 ? std::atoi(argv[2]) : 1;
+    return idle_cpu(workers, argc > 3 ? std::atof(argv[3]) : 2.0);
+  }
   const int threads =
       argc > 1 ? std::atoi(argv[1]) : static_cast<int>(std::thread::hardware_concurrency());
   const int repeats = argc > 2 ? std::atoi(argv[2]) : 7;

@@ -1,5 +1,8 @@
 #include "opweave/cpu_info.h"
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
+#endif
 #include <sched.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -121,17 +124,44 @@ double cgroup_quota_cpus(const std::string& cgroup_root, const std::string& proc
   return quota;
 }
 
-IsaFlags isa_flags() noexcept {
+IsaFlags decode_isa_flags(unsigned leaf1_ecx, unsigned leaf7_ebx,
+                          unsigned long long xcr0) noexcept {
+  auto bit = [](unsigned reg, int b) { return ((reg >> b) & 1u) != 0; };
+  // XGETBV exists (and xcr0 means something) only when the OS set CR4.OSXSAVE.
+  const bool osxsave = bit(leaf1_ecx, 27);
+  // XCR0 bits: 1 SSE, 2 AVX (upper YMM); 5 opmask, 6 ZMM_Hi256, 7 Hi16_ZMM.
+  const bool os_ymm = osxsave && (xcr0 & 0x6) == 0x6;
+  const bool os_zmm = os_ymm && (xcr0 & 0xE0) == 0xE0;
   IsaFlags f;
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-  // Idempotent and cheap after the first call (libgcc caches the CPUID results in __cpu_model).
-  __builtin_cpu_init();
-  // __builtin_cpu_supports also checks that the OS saves the wider registers (XCR0).
-  f.avx2 = __builtin_cpu_supports("avx2");
-  f.fma = __builtin_cpu_supports("fma");
-  f.avx512f = __builtin_cpu_supports("avx512f");
-#endif
+  f.popcnt = bit(leaf1_ecx, 23);
+  const bool avx = os_ymm && bit(leaf1_ecx, 28);
+  f.fma = avx && bit(leaf1_ecx, 12);
+  f.f16c = avx && bit(leaf1_ecx, 29);
+  f.avx2 = avx && bit(leaf7_ebx, 5);
+  f.avx512f = os_zmm && bit(leaf7_ebx, 16);
+  f.avx512dq = f.avx512f && bit(leaf7_ebx, 17);
+  f.avx512bw = f.avx512f && bit(leaf7_ebx, 30);
+  f.avx512vl = f.avx512f && bit(leaf7_ebx, 31);
   return f;
+}
+
+IsaFlags isa_flags() noexcept {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  unsigned eax = 0, ebx = 0, ecx1 = 0, edx = 0;
+  if (__get_cpuid(1, &eax, &ebx, &ecx1, &edx) == 0) return {};
+  unsigned ebx7 = 0, ecx = 0;
+  if (__get_cpuid_count(7, 0, &eax, &ebx7, &ecx, &edx) == 0) ebx7 = 0;  // no leaf 7: no AVX2
+  unsigned long long xcr0 = 0;
+  if ((ecx1 >> 27) & 1u) {  // OSXSAVE: XGETBV is available (it faults otherwise)
+    unsigned lo = 0, hi = 0;
+    // Encoded as a plain instruction: the _xgetbv intrinsic would need -mxsave on this file.
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    xcr0 = (static_cast<unsigned long long>(hi) << 32) | lo;
+  }
+  return decode_isa_flags(ecx1, ebx7, xcr0);
+#else
+  return {};
+#endif
 }
 
 CpuInfo cpu_info() {
@@ -157,9 +187,9 @@ CpuInfo cpu_info() {
   info.has_avx2 = isa.avx2;
   info.has_fma = isa.fma;
   info.has_avx512f = isa.avx512f;
-  info.isa = isa.avx512f && isa.avx2 && isa.fma ? "avx512"
-             : isa.avx2 && isa.fma              ? "avx2+fma"
-                                                : "portable";
+  info.isa = isa.can_run_avx512_files() ? "avx512"
+             : isa.can_run_avx2_files() ? "avx2+fma"
+                                        : "portable";
   return info;
 }
 

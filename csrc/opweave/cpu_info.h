@@ -14,7 +14,9 @@ struct CpuInfo {
   bool has_avx2 = false;
   bool has_fma = false;
   bool has_avx512f = false;
-  std::string isa;  // best kernel instruction set usable: "avx512", "avx2+fma", "portable"
+  // Best kernel instruction set usable (IsaFlags::can_run_*_files): "avx512", "avx2+fma",
+  // "portable".
+  std::string isa;
 };
 
 // Re-reads affinity and quota each call (they can change at run time). The quota is
@@ -37,14 +39,38 @@ CpuInfo cpu_info();
 //   cgroup_quota_cpus("/sys/fs/cgroup", "/proc/self/cgroup")  // e.g. 1.5 under CPUQuota=150%
 double cgroup_quota_cpus(const std::string& cgroup_root, const std::string& proc_self_cgroup);
 
+// Instruction-set extensions the CPU offers *and* the OS enables: an AVX or AVX-512 flag is set
+// only when XCR0 says the OS saves the wider register state (YMM; opmask + ZMM for AVX-512), as
+// an instruction touching state the OS does not save faults like one the CPU lacks.
 struct IsaFlags {
-  bool avx2 = false;
+  bool popcnt = false;
+  bool avx2 = false;  // also requires AVX
   bool fma = false;
+  bool f16c = false;
   bool avx512f = false;
+  bool avx512dq = false;
+  bool avx512vl = false;
+  bool avx512bw = false;
+
+  // Kernel files are compiled with wider flags (CMakeLists.txt) and the compiler may use any
+  // instruction those flags enable, so a file may run only when the CPU has every one of them.
+  // *_avx2.cpp: -mavx2 -mfma -mf16c (-mavx2 also enables POPCNT).
+  bool can_run_avx2_files() const noexcept { return popcnt && avx2 && fma && f16c; }
+  // *_avx512.cpp: -mavx512f -mavx512dq -mavx512vl -mavx512bw -mavx2 -mfma.
+  bool can_run_avx512_files() const noexcept {
+    return popcnt && avx2 && fma && avx512f && avx512dq && avx512vl && avx512bw;
+  }
 };
 
-// The instruction sets this CPU and OS support. Cheap, and free of lazy static initialisation, so
-// load-time initialisers may call it (see fork_guard.h for why kernels choose at load time).
+// The instruction sets this CPU and OS support (CPUID + XGETBV, read on each call: two CPUID
+// leaves, cheap next to the load-time and per-query calls it serves). Free of lazy static
+// initialisation, so load-time initialisers may call it (see fork_guard.h for why kernels choose
+// at load time).
 IsaFlags isa_flags() noexcept;
+
+// The decoding behind isa_flags(), for tests: leaf1_ecx = CPUID.(EAX=1):ECX, leaf7_ebx =
+// CPUID.(EAX=7,ECX=0):EBX, xcr0 = XGETBV(0), which is only read (and only meaningful) when
+// leaf1_ecx has OSXSAVE; pass 0 otherwise.
+IsaFlags decode_isa_flags(unsigned leaf1_ecx, unsigned leaf7_ebx, unsigned long long xcr0) noexcept;
 
 }  // namespace opweave

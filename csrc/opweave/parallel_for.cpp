@@ -6,6 +6,7 @@
 #include <cmath>
 #include <condition_variable>
 #include <exception>
+#include <limits>
 #include <mutex>
 #include <thread>
 
@@ -128,7 +129,8 @@ void Loop::run_range(std::int64_t b, std::int64_t e) noexcept {
   // What this thread runs without a break is [b, final e): splits only cut off the tail.
   ChunkReport report(observer, b);
   bool may_split = true;  // false after a failed split: run the rest here
-  while (e - b >= 2 * grain) {
+  // (e - b) / 2 >= grain, not e - b >= 2 * grain: twice a huge grain overflows.
+  while ((e - b) / 2 >= grain) {
     // relaxed: both are hints; a stale value makes one split early or late, never wrong.
     const int hungry = pool->idle_workers() + caller_waiting.load(std::memory_order_relaxed);
     if (may_split && hungry > unclaimed.load(std::memory_order_relaxed) &&
@@ -171,8 +173,18 @@ void parallel_for(ThreadPool* pool, std::int64_t begin, std::int64_t end, std::i
                   FunctionRef<void(std::int64_t, std::int64_t)> fn, double cost_per_element) {
   if (end <= begin) return;
   if (grain < 1) grain = 1;
+  if (end > 0 && begin < end - std::numeric_limits<std::int64_t>::max()) {
+    // Wider than INT64_MAX (end - begin would overflow): consecutive pieces of at most INT64_MAX
+    // indices, cut on the grain lattice (parallel_for.h). No overflow: begin < 0 here, and
+    // piece <= INT64_MAX; the rest is narrower, so this recurses a few times at most.
+    const std::int64_t piece = std::numeric_limits<std::int64_t>::max() / grain * grain;
+    parallel_for(pool, begin, begin + piece, grain, fn, cost_per_element);
+    parallel_for(pool, begin + piece, end, grain, fn, cost_per_element);
+    return;
+  }
   ChunkObserver* const observer = current_chunk_observer();
   const std::int64_t n = end - begin;
+  grain = std::min(grain, n);  // a larger grain means the same (one chunk) and could overflow
   if (cost_per_element > 0) {
     if (static_cast<double>(n) * cost_per_element < kInlineCycles) {
       run_inline(begin, end, fn, observer);
@@ -181,9 +193,14 @@ void parallel_for(ThreadPool* pool, std::int64_t begin, std::int64_t end, std::i
     // Coarsen to whole multiples of the caller's grain, keeping the boundary lattice.
     const double multiple =
         std::ceil(kMinChunkCycles / cost_per_element / static_cast<double>(grain));
-    if (multiple > 1) grain *= static_cast<std::int64_t>(multiple);
+    // At most n (one chunk, inline below): `multiple` may be too large for grain * multiple.
+    if (multiple > 1) {
+      grain = multiple < static_cast<double>(n / grain)
+                  ? grain * static_cast<std::int64_t>(multiple)
+                  : n;
+    }
   }
-  if (pool == nullptr || n < 2 * grain) {
+  if (pool == nullptr || n / 2 < grain) {  // n < 2 * grain, which could overflow
     run_inline(begin, end, fn, observer);
     return;
   }

@@ -87,7 +87,8 @@ class ThreadPool {
   // OpError(kFailedPrecondition) when called from one of its own workers or from a thread that
   // holds a Use of this pool (both would wait for themselves). Reopens a shut-down pool.
   void resize(int num_workers);
-  // (issue 7) Between uses, like resize(): rebuilds the workers so that they spin for `us`
+  // (issue 7) Rebuilds the workers, exactly as resize() does (same gate, same waits, same
+  // kFailedPrecondition from inside the pool's own work), so that they spin for `us`
   // microseconds before parking (options().spin_time_us; 0 = never spin). Same thread-safety.
   void set_spin_time_us(std::int64_t us);
   // Runs (run_pending) or drops every queued task, then joins. Idempotent. Returns how many

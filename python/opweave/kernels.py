@@ -6,7 +6,11 @@ keep running. Results never depend on the number of threads: matmul splits rows 
 never the inner dimension, and reductions combine fixed-size blocks in a fixed order.
 
 Unlike NumPy, binary ops do not promote dtypes (as in TensorFlow): both operands must have the same
-dtype. Python scalars take the dtype of the array operand.
+dtype. A Python scalar takes the dtype of the array operand when it converts without loss of kind
+(NumPy's "weak scalar" rule, in the form TensorFlow applies it): an int or bool for an integer
+array, an int, float or bool for a float array, a bool for a bool array. A float with an integer
+array, a number with a bool array, or an int outside the array dtype's range is a ``TypeError``
+(NumPy would promote to float64 / int64, or raise ``OverflowError``); cast the array first.
 
 >>> import numpy as np
 >>> from opweave import kernels
@@ -27,7 +31,7 @@ import numpy as np
 import numpy.typing as npt
 
 from . import _opweave_core as _core
-from . import errors
+from . import _threads, dtypes, errors
 
 __all__ = [
     "add",
@@ -77,12 +81,12 @@ def _array(x: Any, op: str, name: str = "x") -> np.ndarray[Any, Any]:
     return arr
 
 
-def _threads(num_threads: int | None) -> int:
+def _num_threads_arg(num_threads: int | None) -> int:
+    """The test hook's thread count: None (the global pool, 0 for the core) or 1..4096; a bool,
+    float or other non-integer is a TypeError, an int out of range a ValueError."""
     if num_threads is None:
         return 0
-    if not isinstance(num_threads, int) or num_threads < 1:
-        raise ValueError(f"_num_threads must be a positive int or None, got {num_threads!r}")
-    return num_threads
+    return _threads.check_thread_count("_num_threads", num_threads)
 
 
 def _call(fn: Any, *args: Any, **kwargs: Any) -> np.ndarray[Any, Any]:
@@ -183,17 +187,32 @@ def matmul(
             raise ValueError("matmul: out must be a C-contiguous, writeable array")
         if np.may_share_memory(out, aa) or np.may_share_memory(out, bb):
             raise ValueError("matmul: out must not overlap the inputs")
-    return _call(_core.matmul, aa, bb, ta, tb, out, _threads(_num_threads))
+    return _call(_core.matmul, aa, bb, ta, tb, out, _num_threads_arg(_num_threads))
+
+
+def _is_index(value: Any) -> bool:
+    """An int or NumPy integer, but not a bool (NumPy rejects ``axis=True`` too)."""
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
 
 
 def _axes(op: str, x: np.ndarray[Any, Any], axis: Axis) -> list[int] | None:
     if axis is None:
         return None
-    axes = [axis] if isinstance(axis, (int, np.integer)) else list(axis)
+    bad_axis = TypeError(f"{op}: axis must be an int or a sequence of ints, got {axis!r}")
+    axes: list[Any]
+    if _is_index(axis):
+        axes = [axis]
+    elif isinstance(axis, (str, bytes)):
+        raise bad_axis
+    else:
+        try:
+            axes = list(axis)  # type: ignore[arg-type]  # anything iterable; checked below
+        except TypeError:
+            raise bad_axis from None
     normalized = []
     for ax in axes:
-        if not isinstance(ax, (int, np.integer)):
-            raise TypeError(f"{op}: axis must be an int or a sequence of ints, got {axis!r}")
+        if not _is_index(ax):
+            raise bad_axis
         if not -x.ndim <= ax < x.ndim:
             raise ValueError(f"{op}: axis {ax} is out of range for an array of shape {x.shape}")
         normalized.append(int(ax) % x.ndim)
@@ -215,7 +234,7 @@ def _reduce(
         raise ValueError(
             f"{name}: cannot reduce an empty axis of an array of shape {arr.shape} (no identity)"
         )
-    return _call(_core.reduce, op, arr, axes, bool(keepdims), _threads(num_threads))
+    return _call(_core.reduce, op, arr, axes, bool(keepdims), _num_threads_arg(num_threads))
 
 
 def reduce_sum(
@@ -327,14 +346,28 @@ def reduce_min(
     return _reduce("min", x, axis, keepdims, _num_threads)
 
 
+def _scalar_like(op: str, value: Any, name: str, like: np.ndarray[Any, Any]) -> Any:
+    """A Python scalar operand as a 0-d array of the other operand's dtype, by the rule of the
+    module docstring: ``dtypes.implicit_array``, the conversion feeds and py_function results
+    go through (same kind only, integers only when they fit)."""
+    try:
+        return dtypes.implicit_array(value, dtypes.as_dtype(like.dtype))
+    except TypeError as exc:
+        raise TypeError(
+            f"{op}: {name} is the Python {type(value).__name__} {value!r}, which does not take "
+            f"the other operand's dtype {like.dtype} ({exc}); opweave does not promote dtypes "
+            "(NumPy would): cast the array first"
+        ) from None
+
+
 def _binary(op: str, a: Any, b: Any, num_threads: int | None) -> np.ndarray[Any, Any]:
-    # Python scalars take the other operand's dtype (NumPy's "weak scalar" rule).
+    # Python scalars take the other operand's dtype when that loses nothing (module docstring).
     if isinstance(a, (bool, int, float)) and not isinstance(b, (bool, int, float)):
         bb = _array(b, op, "b")
-        aa = _array(np.asarray(a, dtype=bb.dtype), op, "a")
+        aa = _array(_scalar_like(op, a, "a", bb), op, "a")
     elif isinstance(b, (bool, int, float)) and not isinstance(a, (bool, int, float)):
         aa = _array(a, op, "a")
-        bb = _array(np.asarray(b, dtype=aa.dtype), op, "b")
+        bb = _array(_scalar_like(op, b, "b", aa), op, "b")
     else:
         aa, bb = _array(a, op, "a"), _array(b, op, "b")
     if aa.dtype != bb.dtype:
@@ -348,7 +381,7 @@ def _binary(op: str, a: Any, b: Any, num_threads: int | None) -> np.ndarray[Any,
         np.broadcast_shapes(aa.shape, bb.shape)
     except ValueError:
         raise ValueError(f"{op}: shapes {aa.shape} and {bb.shape} do not broadcast") from None
-    return _call(_core.binary, op, aa, bb, _threads(num_threads))
+    return _call(_core.binary, op, aa, bb, _num_threads_arg(num_threads))
 
 
 def add(a: ArrayLike, b: ArrayLike, *, _num_threads: int | None = None) -> np.ndarray[Any, Any]:
@@ -357,7 +390,8 @@ def add(a: ArrayLike, b: ArrayLike, *, _num_threads: int | None = None) -> np.nd
     Parameters
     ----------
     a, b : array_like
-        Arrays of the same supported dtype, or one array and a Python scalar.
+        Arrays of the same supported dtype, or one array and a Python scalar that converts to
+        the array's dtype without loss of kind (see the module docstring).
 
     Returns
     -------
@@ -367,7 +401,8 @@ def add(a: ArrayLike, b: ArrayLike, *, _num_threads: int | None = None) -> np.nd
     Raises
     ------
     TypeError
-        Different or unsupported dtypes.
+        Different or unsupported dtypes; a Python float with an integer array, a number with a
+        bool array, or a Python int outside the array dtype's range.
     ValueError
         Shapes that do not broadcast.
 
@@ -378,6 +413,12 @@ def add(a: ArrayLike, b: ArrayLike, *, _num_threads: int | None = None) -> np.nd
     >>> add(np.array([[1.0], [2.0]]), np.array([10.0, 20.0]))
     array([[11., 21.],
            [12., 22.]])
+    >>> add(np.array([1, 2], dtype=np.int32), 1)
+    array([2, 3], dtype=int32)
+    >>> add(np.array([1, 2], dtype=np.int32), 1.5)
+    Traceback (most recent call last):
+    ...
+    TypeError: add: b is the Python float 1.5, which does not take the other operand's dtype ...
     """
     return _binary("add", a, b, _num_threads)
 
@@ -455,7 +496,7 @@ def _unary(op: str, x: ArrayLike, num_threads: int | None) -> np.ndarray[Any, An
         op in ("exp", "tanh", "sigmoid") and arr.dtype.type not in _FLOATS
     ):
         raise TypeError(f"{op}: dtype {arr.dtype} is not supported")
-    return _call(_core.unary, op, arr, _threads(num_threads))
+    return _call(_core.unary, op, arr, _num_threads_arg(num_threads))
 
 
 def neg(x: ArrayLike, *, _num_threads: int | None = None) -> np.ndarray[Any, Any]:
@@ -544,7 +585,7 @@ def add_n(inputs: Sequence[ArrayLike], *, _num_threads: int | None = None) -> np
             raise ValueError(f"add_n: shapes differ: {first.shape} and {arr.shape}")
     if first.dtype == np.bool_:
         raise TypeError("add_n: bool inputs are not supported")
-    return _call(_core.add_n, arrays, _threads(_num_threads))
+    return _call(_core.add_n, arrays, _num_threads_arg(_num_threads))
 
 
 def cast(
@@ -563,7 +604,7 @@ def cast(
     to = np.dtype(dtype)
     if to.type not in _SUPPORTED:
         raise TypeError(f"cast: target dtype {to} is not supported")
-    return _call(_core.cast, arr, to, _threads(_num_threads))
+    return _call(_core.cast, arr, to, _num_threads_arg(_num_threads))
 
 
 def transpose(
@@ -584,4 +625,4 @@ def transpose(
         not -arr.ndim <= i < arr.ndim for i in p
     ):
         raise ValueError(f"transpose: {perm!r} is not a permutation of the axes of {arr.shape}")
-    return _call(_core.transpose, arr, p, _threads(_num_threads))
+    return _call(_core.transpose, arr, p, _num_threads_arg(_num_threads))

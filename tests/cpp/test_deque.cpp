@@ -1,8 +1,11 @@
 #include <atomic>
+#include <chrono>
 #include <cstdint>
+#include <random>
 #include <thread>
 #include <vector>
 
+#include "opweave/spin.h"
 #include "opweave/work_stealing_deque.h"
 #include "testing.h"
 
@@ -40,41 +43,58 @@ OPWEAVE_TEST(push_on_a_full_deque_fails_and_keeps_every_item) {
   for (std::uintptr_t i = 5; i >= 2; --i) OPWEAVE_CHECK_EQ(dq.pop(), i);
 }
 
+// Starts `count` thief threads running thief(k) and returns once every one of them is running,
+// so that the owner's first pushes already meet thieves (without this barrier the owner often
+// finished small rounds before any thief had started).
+template <typename Thief>
+std::vector<std::thread> start_thieves(int count, Thief thief) {
+  std::atomic<int> ready{0};
+  std::vector<std::thread> thieves;
+  for (int k = 0; k < count; ++k) {
+    thieves.emplace_back([&ready, thief, k] {
+      ready.fetch_add(1);  // seq_cst: a plain barrier
+      thief(k);
+    });
+  }
+  while (ready.load() < count) std::this_thread::yield();
+  return thieves;
+}
+
 // One owner pushes n items (popping some itself, and popping when full) while several thieves
-// steal; every item must be taken exactly once, by someone.
+// steal; every item must be taken exactly once, by someone, and the thieves must have stolen.
 OPWEAVE_TEST(owner_against_several_thieves_takes_every_item_exactly_once) {
   const int sizes[] = {1, 2, 3, 7, 100, 1023, 1024, 1025, 10000, 100000};
   const int num_thieves = 3;
+  long stolen_over_all_sizes = 0;
   for (const int n : sizes) {
     Deque dq(256);
     std::vector<std::atomic<int>> taken(static_cast<std::size_t>(n));
     std::atomic<int> total{0};
-    std::atomic<bool> start{false};
+    std::atomic<long> stolen{0};
     auto take = [&](std::uintptr_t item) {
-      taken[item - 1].fetch_add(1, std::memory_order_relaxed);
+      taken[item - 1].fetch_add(1, std::memory_order_relaxed);  // counts; join orders them
       total.fetch_add(1, std::memory_order_relaxed);
     };
-    std::vector<std::thread> thieves;
-    std::vector<int> stolen(num_thieves, 0);
-    for (int k = 0; k < num_thieves; ++k) {
-      thieves.emplace_back([&, k] {
-        while (!start.load()) std::this_thread::yield();
-        while (total.load(std::memory_order_relaxed) < n) {
-          if (std::uintptr_t item = dq.steal()) {
-            take(item);
-            ++stolen[static_cast<std::size_t>(k)];
-          }
+    std::vector<std::thread> thieves = start_thieves(num_thieves, [&](int) {
+      while (total.load(std::memory_order_relaxed) < n) {
+        if (std::uintptr_t item = dq.steal()) {
+          take(item);
+          stolen.fetch_add(1, std::memory_order_relaxed);  // a count
         }
-      });
-    }
-    start.store(true);
+      }
+    });
     for (int i = 1; i <= n; ++i) {
       while (!dq.push(static_cast<std::uintptr_t>(i))) {
         if (std::uintptr_t item = dq.pop()) take(item);
       }
-      if (i % 3 == 0) {
+      if (i % 2 == 0) {
         if (std::uintptr_t item = dq.pop()) take(item);  // races the thieves for the bottom
       }
+    }
+    // Give the thieves a moment (at most 10 ms) if none has stolen yet: on a small, busy machine
+    // the owner can run through a whole size before a thief gets a CPU.
+    for (int k = 0; k < 200 && stolen.load() == 0 && dq.size_estimate() > 0; ++k) {
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
     }
     while (std::uintptr_t item = dq.pop()) take(item);
     for (auto& t : thieves) t.join();
@@ -82,7 +102,96 @@ OPWEAVE_TEST(owner_against_several_thieves_takes_every_item_exactly_once) {
     for (auto& c : taken) wrong += c.load() != 1;
     OPWEAVE_CHECK_EQ(wrong, 0);
     OPWEAVE_CHECK_EQ(total.load(), n);
+    stolen_over_all_sizes += stolen.load();
   }
+  OPWEAVE_CHECK(stolen_over_all_sizes > 0);  // else this tested the owner alone
+}
+
+// What one race_for_the_last_items() trial saw.
+struct RaceResult {
+  int items = 0;        // pushed
+  int taken_twice = 0;  // items handed out more than once
+  int never_taken = 0;
+  long stolen = 0;  // items the thieves took
+  long popped = 0;  // items the owner took
+};
+
+// Many short rounds that keep the deque nearly empty: the owner pushes a few items, popping after
+// most pushes, then pops until empty, so it keeps racing the thieves for the last item (pop's
+// CAS on top) while the thieves race each other for the oldest one (steal's CAS). Short random
+// pauses let the thieves reach the items and make the owner's pops land at varying points of a
+// concurrent steal.
+RaceResult race_for_the_last_items(int num_thieves, int rounds, std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<int> burst(static_cast<std::size_t>(rounds));
+  RaceResult result;
+  for (int& b : burst) result.items += b = 1 + static_cast<int>(rng() % 6);
+  const int n = result.items;
+  Deque dq(8);
+  std::vector<std::atomic<int>> taken(static_cast<std::size_t>(n));
+  std::atomic<int> total{0};
+  std::vector<long> stolen(static_cast<std::size_t>(num_thieves), 0);  // read after the join
+  auto take = [&](std::uintptr_t item) {
+    taken[item - 1].fetch_add(1, std::memory_order_relaxed);  // counts; join orders them
+    total.fetch_add(1, std::memory_order_relaxed);
+  };
+  std::vector<std::thread> thieves = start_thieves(num_thieves, [&](int k) {
+    while (total.load(std::memory_order_relaxed) < n) {
+      if (std::uintptr_t item = dq.steal()) {
+        take(item);
+        ++stolen[static_cast<std::size_t>(k)];
+      }
+    }
+  });
+  auto pause = [](std::uint32_t spins) {
+    for (; spins > 0; --spins) cpu_relax();
+  };
+  auto owner_pop = [&] {
+    const std::uintptr_t item = dq.pop();
+    if (item != 0) {
+      take(item);
+      ++result.popped;
+    }
+    return item != 0;
+  };
+  std::uintptr_t next = 1;
+  for (const int b : burst) {
+    for (int i = 0; i < b; ++i) {
+      while (!dq.push(next)) owner_pop();
+      ++next;
+      if (rng() % 4 != 0) {
+        pause(rng() % 32);
+        owner_pop();
+      }
+    }
+    pause(rng() % 64);
+    while (owner_pop()) {
+    }
+  }
+  for (auto& t : thieves) t.join();
+  for (auto& c : taken) {
+    result.taken_twice += c.load() > 1;
+    result.never_taken += c.load() == 0;
+  }
+  for (long s : stolen) result.stolen += s;
+  return result;
+}
+
+// A pop or a steal that took an item without winning its CAS hands the same item out twice.
+// Several trials: each starts its threads afresh (a new chance for the scheduler to run the owner
+// and a thief at the same time on a small machine).
+OPWEAVE_TEST(owner_and_thieves_racing_for_the_last_items_take_each_exactly_once) {
+  long stolen = 0, popped = 0;
+  for (int trial = 0; trial < 6; ++trial) {
+    const RaceResult r = race_for_the_last_items(/*num_thieves=*/3, /*rounds=*/20000, 2013 + trial);
+    OPWEAVE_CHECK_EQ(r.taken_twice, 0);
+    OPWEAVE_CHECK_EQ(r.never_taken, 0);
+    OPWEAVE_CHECK_EQ(r.stolen + r.popped, static_cast<long>(r.items));
+    stolen += r.stolen;
+    popped += r.popped;
+  }
+  OPWEAVE_CHECK(stolen > 0);  // the thieves took part
+  OPWEAVE_CHECK(popped > 0);  // and so did the owner
 }
 
 OPWEAVE_TEST_MAIN()

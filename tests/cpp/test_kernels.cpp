@@ -102,12 +102,12 @@ OPWEAVE_TEST(every_micro_kernel_the_cpu_supports_matches_reference) {
   using namespace gemm_detail;
   std::vector<MicroKernel<float>> k32 = {portable_kernel_f32()};
   std::vector<MicroKernel<double>> k64 = {portable_kernel_f64()};
-  const CpuInfo info = cpu_info();
-  if (info.has_avx2 && info.has_fma) {
+  const IsaFlags isa = isa_flags();
+  if (isa.can_run_avx2_files()) {
     k32.push_back(avx2_kernel_f32());
     k64.push_back(avx2_kernel_f64());
   }
-  if (info.has_avx512f && info.has_avx2 && info.has_fma) {
+  if (isa.can_run_avx512_files()) {
     k32.push_back(avx512_kernel_f32());
     k64.push_back(avx512_kernel_f64());
   }
@@ -128,6 +128,45 @@ OPWEAVE_TEST(every_micro_kernel_the_cpu_supports_matches_reference) {
     packed_gemm<double>(uk, m, n, k, {a.data<double>(), k, 1}, {b.data<double>(), n, 1},
                         c.data<double>(), n, nullptr);
     OPWEAVE_CHECK(matches_reference<double>(a, b, false, false, c));
+  }
+}
+
+// Every kernel with a small NC: n spans several N blocks (the last one ragged), with K and M split
+// too, reading A in place (fn_rows) and from packed panels. The real NC (1024..4096) is crossed by
+// tests/test_kernels.py with the kernel this CPU selects.
+template <typename T>
+void check_across_nc_blocks(gemm_detail::MicroKernel<T> uk) {
+  using namespace gemm_detail;
+  auto pools = make_pools();
+  const std::int64_t m = 151, n = 5 * uk.nr + 3, k = 259;
+  Tensor a = random_tensor<T>({m, k}, 21), b = random_tensor<T>({k, n}, 22);
+  uk.nc = 2 * uk.nr;
+  uk.kc = 64;
+  uk.mc = 2 * uk.mr;
+  for (const bool in_place : {true, false}) {
+    MicroKernel<T> kernel = uk;
+    if (!in_place) kernel.fn_rows = nullptr;
+    for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), pools[2].get()}) {
+      Tensor c = Tensor::empty(DTypeOf<T>::value, {m, n});
+      packed_gemm<T>(kernel, m, n, k, {a.data<T>(), k, 1}, {b.data<T>(), n, 1}, c.data<T>(), n,
+                     pool);
+      OPWEAVE_CHECK(matches_reference<T>(a, b, false, false, c));
+    }
+  }
+}
+
+OPWEAVE_TEST(every_micro_kernel_matches_reference_across_several_nc_blocks) {
+  using namespace gemm_detail;
+  check_across_nc_blocks(portable_kernel_f32());
+  check_across_nc_blocks(portable_kernel_f64());
+  const IsaFlags isa = isa_flags();
+  if (isa.can_run_avx2_files()) {
+    check_across_nc_blocks(avx2_kernel_f32());
+    check_across_nc_blocks(avx2_kernel_f64());
+  }
+  if (isa.can_run_avx512_files()) {
+    check_across_nc_blocks(avx512_kernel_f32());
+    check_across_nc_blocks(avx512_kernel_f64());
   }
 }
 
@@ -163,8 +202,7 @@ void check_direct_a_matches_packed(gemm_detail::MicroKernel<T> uk) {
 }
 
 OPWEAVE_TEST(reading_a_in_place_gives_the_bits_of_packing_it) {
-  const CpuInfo info = cpu_info();
-  if (info.has_avx512f && info.has_avx2 && info.has_fma) {
+  if (isa_flags().can_run_avx512_files()) {
     check_direct_a_matches_packed(gemm_detail::avx512_kernel_f32());
     check_direct_a_matches_packed(gemm_detail::avx512_kernel_f64());
   }
@@ -386,7 +424,7 @@ OPWEAVE_TEST(unary_add_n_cast_and_transpose) {
 
 OPWEAVE_TEST(baseline_and_avx2_reduction_loops_give_the_same_bits) {
   using namespace reduce_detail;
-  if (!cpu_info().has_avx2) return;  // nothing to compare on this CPU
+  if (!isa_flags().can_run_avx2_files()) return;  // nothing to compare on this CPU
   Tensor x = random_tensor<float>({40, 1001}, 61);
   const float* p = x.data<float>();
   const auto base = loops_baseline<Combine::kAdd, float>();
@@ -446,7 +484,7 @@ void check_unary_math_tables_agree() {
 }
 
 OPWEAVE_TEST(baseline_and_avx2_unary_math_give_the_same_bits_and_tanh_is_accurate) {
-  if (!(cpu_info().has_avx2 && cpu_info().has_fma)) return;  // nothing to compare on this CPU
+  if (!isa_flags().can_run_avx2_files()) return;  // nothing to compare on this CPU
   check_unary_math_tables_agree<float>();
   check_unary_math_tables_agree<double>();
 }

@@ -1,7 +1,11 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <mutex>
 #include <random>
 #include <set>
@@ -16,6 +20,7 @@
 
 using namespace opweave;
 using opweave::testing::wait_until;
+using opweave::testing::Watchdog;
 
 namespace {
 
@@ -28,7 +33,132 @@ ThreadPool make_pool(int threads, std::int64_t spin_us = 50) {
   return ThreadPool(o);
 }
 
+constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+constexpr std::int64_t kMin = std::numeric_limits<std::int64_t>::min();
+
+using Chunks = std::vector<std::pair<std::int64_t, std::int64_t>>;
+
+// The chunks parallel_for hands to fn, sorted by start. Aborts (failing the test binary at once)
+// after far more calls than any correct split makes: an overflowing loop would never end.
+Chunks chunks_of(ThreadPool* pool, std::int64_t begin, std::int64_t end, std::int64_t grain,
+                 double cost_per_element = 0.0) {
+  std::mutex mutex;
+  Chunks chunks;
+  parallel_for(
+      pool, begin, end, grain,
+      [&](std::int64_t b, std::int64_t e) {
+        std::lock_guard<std::mutex> lock(mutex);  // guards chunks
+        chunks.emplace_back(b, e);
+        if (chunks.size() > 10000) {
+          std::fprintf(
+              stderr, "parallel_for(%lld, %lld, grain %lld): runaway, last chunk [%lld, %lld)\n",
+              static_cast<long long>(begin), static_cast<long long>(end),
+              static_cast<long long>(grain), static_cast<long long>(b), static_cast<long long>(e));
+          std::abort();
+        }
+      },
+      cost_per_element);
+  std::sort(chunks.begin(), chunks.end());
+  return chunks;
+}
+
+// Distance from a to b (a <= b) as unsigned: b - a itself overflows for wide ranges.
+std::uint64_t width(std::int64_t a, std::int64_t b) {
+  return static_cast<std::uint64_t>(b) - static_cast<std::uint64_t>(a);
+}
+
+// The chunks cover [begin, end) exactly once, each is non-empty, no wider than INT64_MAX (so fn
+// may compute e - b), and starts on the grain lattice begin + k * grain.
+bool tiles_on_the_lattice(const Chunks& chunks, std::int64_t begin, std::int64_t end,
+                          std::int64_t grain) {
+  if (chunks.empty() || chunks.front().first != begin || chunks.back().second != end) return false;
+  for (std::size_t i = 0; i < chunks.size(); ++i) {
+    const auto [b, e] = chunks[i];
+    if (b >= e || width(b, e) > static_cast<std::uint64_t>(kMax)) return false;
+    if (width(begin, b) % static_cast<std::uint64_t>(grain) != 0) return false;
+    if (i > 0 && chunks[i - 1].second != b) return false;
+  }
+  return true;
+}
+
 }  // namespace
+
+OPWEAVE_TEST(a_grain_below_one_counts_as_one_and_a_grain_above_the_range_makes_one_chunk) {
+  ThreadPool pool = make_pool(4);
+  for (std::int64_t grain : {std::int64_t{0}, std::int64_t{-5}, kMin}) {
+    const Chunks chunks = chunks_of(&pool, 0, 10, grain);
+    OPWEAVE_CHECK(tiles_on_the_lattice(chunks, 0, 10, 1));
+  }
+  // 2 * grain overflows for the last three.
+  for (std::int64_t grain :
+       {std::int64_t{10}, std::int64_t{1} << 40, kMax / 2 + 1, kMax - 1, kMax}) {
+    const Chunks chunks = chunks_of(&pool, 0, 10, grain);
+    OPWEAVE_CHECK(chunks == (Chunks{{0, 10}}));
+    OPWEAVE_CHECK(chunks_of(&pool, 0, 10, grain, /*cost_per_element=*/1e6) == (Chunks{{0, 10}}));
+  }
+}
+
+OPWEAVE_TEST(ranges_up_to_the_whole_int64_line_are_tiled_on_the_grain_lattice_without_overflow) {
+  ThreadPool pool = make_pool(4);
+  struct Case {
+    std::int64_t begin, end, grain;
+    double cost;
+  };
+  const std::int64_t two62 = std::int64_t{1} << 62;
+  for (const Case& c :
+       {Case{0, kMax, two62, 0.0},  // n / 2 < grain: one chunk
+        Case{0, kMax, kMax / 4, 0.0}, Case{0, kMax, std::int64_t{1} << 58, 1.0},
+        Case{-two62, two62, std::int64_t{1} << 60, 0.0}, Case{kMax - 10, kMax, 3, 0.0},
+        Case{kMin, kMin + 10, kMax, 0.0},
+        // Wider than INT64_MAX: end - begin itself overflows.
+        Case{kMin, kMax, kMax, 0.0}, Case{kMin, kMax, two62, 0.0},
+        Case{kMin, kMax, 3 * (std::int64_t{1} << 60), 1.0}, Case{-2, kMax, kMax, 0.0}}) {
+    const Chunks chunks = chunks_of(&pool, c.begin, c.end, c.grain, c.cost);
+    const bool ok = tiles_on_the_lattice(chunks, c.begin, c.end, c.grain);
+    if (!ok) {
+      std::fprintf(stderr, "  [%lld, %lld) grain %lld: %zu chunks\n",
+                   static_cast<long long>(c.begin), static_cast<long long>(c.end),
+                   static_cast<long long>(c.grain), chunks.size());
+    }
+    OPWEAVE_CHECK(ok);
+  }
+  // One chunk when the range is shorter than two grains, as for small ranges.
+  OPWEAVE_CHECK(chunks_of(&pool, 0, kMax, two62) == (Chunks{{0, kMax}}));
+}
+
+OPWEAVE_TEST(parallel_reduce_blocks_ranges_up_to_the_whole_int64_line_without_overflow) {
+  ThreadPool pool = make_pool(3);
+  struct Case {
+    std::int64_t begin, end, block;
+    std::uint64_t blocks;
+  };
+  const std::int64_t two62 = std::int64_t{1} << 62;
+  for (const Case& c :
+       {Case{kMin, kMax, two62, 4},                     // the size overflows int64
+        Case{kMax - 10, kMax, kMax, 1},                 // lo + block overflows
+        Case{kMin, kMax, kMax, 3}, Case{0, 10, 0, 10},  // a block size below one counts as one
+        Case{0, 10, -3, 10}}) {
+    struct Partial {
+      std::uint64_t covered = 0, blocks = 0, off_lattice = 0;
+    };
+    const Partial got = parallel_reduce(
+        &pool, c.begin, c.end, c.block, Partial{},
+        [&](std::int64_t lo, std::int64_t hi) {
+          const std::uint64_t step = static_cast<std::uint64_t>(std::max<std::int64_t>(1, c.block));
+          Partial p;
+          p.covered = lo < hi ? width(lo, hi) : 0;
+          p.blocks = 1;
+          p.off_lattice = width(c.begin, lo) % step != 0 || lo >= hi || hi > c.end;
+          return p;
+        },
+        [](const Partial& a, const Partial& b) {
+          return Partial{a.covered + b.covered, a.blocks + b.blocks, a.off_lattice + b.off_lattice};
+        });
+    OPWEAVE_CHECK_EQ(got.covered, width(c.begin, c.end));
+    OPWEAVE_CHECK_EQ(got.blocks, c.blocks);
+    OPWEAVE_CHECK_EQ(got.off_lattice, 0u);
+  }
+}
 
 OPWEAVE_TEST(
     every_index_is_covered_once_by_grain_aligned_chunks_for_random_ranges_and_1_to_8_threads) {
@@ -353,6 +483,42 @@ OPWEAVE_TEST(a_parallel_for_on_a_shut_down_pool_runs_on_the_caller) {
   std::atomic<std::int64_t> sum{0};
   parallel_for(&pool, 0, 10000, 10, [&](std::int64_t b, std::int64_t e) { sum.fetch_add(e - b); });
   OPWEAVE_CHECK_EQ(sum.load(), 10000);
+}
+
+OPWEAVE_TEST(shutdown_while_parallel_for_loops_run_still_runs_every_chunk_of_them) {
+  // A running loop's chunks are tasks its caller waits for (Task::must_run): shutdown, even one
+  // that drops pending work, runs them; loops that start after it run on their callers. A dropped
+  // chunk would leave its caller waiting forever: the watchdog turns that into a failure.
+  Watchdog dog("parallel_for loops racing a shutdown");
+  for (int round = 0; round < 20; ++round) {
+    ThreadPool pool = make_pool(4, /*spin_us=*/20);
+    std::atomic<bool> stop{false};
+    std::atomic<int> bad{0};
+    std::atomic<long> loops{0};
+    std::vector<std::thread> users;
+    for (int u = 0; u < 2; ++u) {
+      users.emplace_back([&] {
+        while (!stop.load(std::memory_order_relaxed)) {  // relaxed: a stop flag; join orders
+          const std::int64_t n = 4000;
+          std::vector<std::atomic<int>> hits(static_cast<std::size_t>(n));
+          parallel_for(&pool, 0, n, 3, [&](std::int64_t b, std::int64_t e) {
+            for (std::int64_t i = b; i < e; ++i) hits[static_cast<std::size_t>(i)]++;
+            std::this_thread::yield();  // keep chunks in flight while shutdown runs
+          });
+          for (auto& h : hits) bad.fetch_add(h.load() != 1);
+          loops.fetch_add(1);
+        }
+      });
+    }
+    OPWEAVE_CHECK(wait_until([&] { return loops.load() >= 1; }));
+    pool.shutdown(/*run_pending=*/round % 2 == 1);
+    const long after = loops.load();
+    OPWEAVE_CHECK(wait_until([&] { return loops.load() >= after + 2; }));  // still working
+    stop.store(true, std::memory_order_relaxed);                           // see above
+    for (auto& t : users) t.join();
+    OPWEAVE_CHECK_EQ(bad.load(), 0);
+    OPWEAVE_CHECK_EQ(pool.num_workers(), 0);
+  }
 }
 
 OPWEAVE_TEST_MAIN()

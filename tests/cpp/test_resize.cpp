@@ -16,6 +16,7 @@
 
 using namespace opweave;
 using opweave::testing::wait_until;
+using opweave::testing::Watchdog;
 
 namespace {
 
@@ -26,27 +27,6 @@ PoolOptions opts(int workers, const char* name = "rs") {
   o.spin_time_us = 20;
   return o;
 }
-
-// Aborts the process when a test hangs (a deadlock would otherwise stall ctest until its timeout
-// without saying where).
-class Watchdog {
- public:
-  explicit Watchdog(const char* what, double seconds = 120.0)
-      : thread_([this, what, seconds] {
-          if (!wait_until([this] { return done_.load(std::memory_order_acquire); }, seconds)) {
-            std::fprintf(stderr, "watchdog: %s hung\n", what);
-            std::abort();
-          }
-        }) {}
-  ~Watchdog() {
-    done_.store(true, std::memory_order_release);  // the watchdog reads it with acquire
-    thread_.join();
-  }
-
- private:
-  std::atomic<bool> done_{false};
-  std::thread thread_;
-};
 
 // Runs `body(thread_index, rng)` on `users` threads in a loop while the calling thread resizes
 // `pool` to random sizes 1..8 `resizes` times.
@@ -210,6 +190,61 @@ OPWEAVE_TEST(work_nested_in_another_pool_runs_inline_instead_of_waiting_for_a_re
   stop.store(true, std::memory_order_relaxed);  // see above
   user.join();
   OPWEAVE_CHECK_EQ(bad.load(), 0);
+}
+
+OPWEAVE_TEST(parallel_for_loops_keep_working_while_another_thread_changes_the_spin_time) {
+  // set_spin_time_us rebuilds the workers like resize(): it must wait for the loops in flight
+  // instead of swapping the workers under them.
+  Watchdog dog("parallel_for while changing the spin time");
+  ThreadPool pool(opts(3));
+  std::atomic<bool> stop{false};
+  std::atomic<int> bad{0};
+  std::atomic<long> loops{0};
+  std::vector<std::thread> users;
+  for (int t = 0; t < 2; ++t) {
+    users.emplace_back([&, t] {
+      std::mt19937_64 rng(55 + static_cast<std::uint64_t>(t));
+      while (!stop.load(std::memory_order_relaxed)) {  // relaxed: a stop flag; join orders
+        const std::int64_t n = 1 + static_cast<std::int64_t>(rng() % 4000);
+        std::atomic<std::int64_t> covered{0};
+        parallel_for(&pool, 0, n, 1 + static_cast<std::int64_t>(rng() % 32),
+                     [&](std::int64_t b, std::int64_t e) {
+                       covered.fetch_add(e - b, std::memory_order_relaxed);  // a count
+                     });
+        if (covered.load() != n) bad.fetch_add(1, std::memory_order_relaxed);
+        loops.fetch_add(1, std::memory_order_relaxed);  // a count
+      }
+    });
+  }
+  std::mt19937 rng(5);
+  for (int i = 0; i < 300; ++i) {
+    pool.set_spin_time_us(static_cast<std::int64_t>(i % 3) * 10);
+    std::this_thread::sleep_for(std::chrono::microseconds(rng() % 300));
+  }
+  stop.store(true, std::memory_order_relaxed);  // see above
+  for (auto& th : users) th.join();
+  OPWEAVE_CHECK_EQ(bad.load(), 0);
+  OPWEAVE_CHECK(loops.load() > 0);
+  OPWEAVE_CHECK_EQ(pool.num_workers(), 3);
+  OPWEAVE_CHECK_EQ(pool.options().spin_time_us, 299 % 3 * 10);
+}
+
+OPWEAVE_TEST(set_spin_time_from_inside_a_parallel_for_is_refused_not_a_deadlock) {
+  Watchdog dog("set_spin_time_us from inside a use");
+  ThreadPool pool(opts(2));
+  std::atomic<int> refused{0}, other{0};
+  parallel_for(&pool, 0, 64, 1, [&](std::int64_t, std::int64_t) {
+    try {
+      pool.set_spin_time_us(5);
+      other.fetch_add(1);
+    } catch (const OpError& e) {
+      if (e.code() == ErrorCode::kFailedPrecondition) refused.fetch_add(1);
+    }
+  });
+  OPWEAVE_CHECK(refused.load() >= 1);
+  OPWEAVE_CHECK_EQ(other.load(), 0);
+  pool.set_spin_time_us(5);  // outside any use: fine
+  OPWEAVE_CHECK_EQ(pool.options().spin_time_us, 5);
 }
 
 OPWEAVE_TEST(stats_keep_counting_across_resizes) {

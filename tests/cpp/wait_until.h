@@ -3,7 +3,10 @@
 // is a liveness bound, not a performance assertion: it is orders of magnitude above normal.
 #pragma once
 
+#include <atomic>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <thread>
 
 namespace opweave::testing {
@@ -19,5 +22,26 @@ bool wait_until(Condition&& done, double seconds = kHangSeconds) {
   }
   return true;
 }
+
+// Aborts the process when a test hangs (a deadlock would otherwise stall ctest until its timeout
+// without saying where).
+class Watchdog {
+ public:
+  explicit Watchdog(const char* what, double seconds = 120.0)
+      : thread_([this, what, seconds] {
+          if (!wait_until([this] { return done_.load(std::memory_order_acquire); }, seconds)) {
+            std::fprintf(stderr, "watchdog: %s hung\n", what);
+            std::abort();
+          }
+        }) {}
+  ~Watchdog() {
+    done_.store(true, std::memory_order_release);  // the watchdog reads it with acquire
+    thread_.join();
+  }
+
+ private:
+  std::atomic<bool> done_{false};
+  std::thread thread_;
+};
 
 }  // namespace opweave::testing

@@ -217,13 +217,13 @@ MicroKernel<T> select_kernel() {
   [[maybe_unused]] const IsaFlags isa = isa_flags();
   constexpr bool f32 = std::is_same_v<T, float>;
 #if defined(OPWEAVE_X86_64)
-  if (isa.avx512f && isa.avx2 && isa.fma) {
+  if (isa.can_run_avx512_files()) {  // every feature the file is compiled for
     if constexpr (f32)
       return avx512_kernel_f32();
     else
       return avx512_kernel_f64();
   }
-  if (isa.avx2 && isa.fma) {
+  if (isa.can_run_avx2_files()) {
     if constexpr (f32)
       return avx2_kernel_f32();
     else

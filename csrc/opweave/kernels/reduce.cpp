@@ -53,7 +53,8 @@ using reduce_detail::LoopFns;
 // on first use (a fork() could catch a lazy initialiser half done, see fork_guard.h).
 template <Combine C, typename T>
 const LoopFns<C, T> g_loops =
-    isa_flags().avx2 ? reduce_detail::loops_avx2<C, T>() : reduce_detail::loops_baseline<C, T>();
+    isa_flags().can_run_avx2_files() ? reduce_detail::loops_avx2<C, T>()
+                                     : reduce_detail::loops_baseline<C, T>();
 
 template <Combine C, typename T>
 const LoopFns<C, T>& loops() {
