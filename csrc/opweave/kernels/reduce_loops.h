@@ -198,27 +198,53 @@ void combine_row(T* dst, const T* src, std::int64_t w) {
   for (std::int64_t j = 0; j < w; ++j) dst[j] = apply<C, T>(dst[j], src[j]);
 }
 
-// dst[j] = op(op(op(op(dst[j], r0[j]), r1[j]), r2[j]), r3[j]): the same order as four calls of
-// combine_row, with a quarter of the output loads and stores.
-template <Combine C, typename T>
-void combine_4_rows(T* dst, const T* r0, const T* r1, const T* r2, const T* r3, std::int64_t w) {
+// One pass over up to 4 rows: dst[j] = op(...op(op(dst[j], r[0][j]), r[1][j])..., r[k-1][j]), or,
+// with kFirst, the same chain starting from r[0][j] itself (dst is not read). The same order as k
+// calls of combine_row, with a fraction of the output loads and stores.
+template <Combine C, typename T, int kRows, bool kFirst>
+void combine_rows(T* dst, const T* src, std::int64_t stride, std::int64_t w) {
   for (std::int64_t j = 0; j < w; ++j) {
-    dst[j] = apply<C, T>(apply<C, T>(apply<C, T>(apply<C, T>(dst[j], r0[j]), r1[j]), r2[j]), r3[j]);
+    T acc = kFirst ? src[j] : apply<C, T>(dst[j], src[j]);
+    for (int q = 1; q < kRows; ++q) acc = apply<C, T>(acc, src[q * stride + j]);
+    dst[j] = acc;
   }
 }
 
-// Rows are read whole and in order within a leaf, so a C-order array is one sequential stream.
+template <Combine C, typename T, bool kFirst>
+void combine_up_to_4_rows(T* dst, const T* src, std::int64_t stride, std::int64_t k,
+                          std::int64_t w) {
+  switch (k) {
+    case 1:
+      if (kFirst) {
+        std::memcpy(dst, src, sizeof(T) * static_cast<std::size_t>(w));
+      } else {
+        combine_rows<C, T, 1, false>(dst, src, stride, w);
+      }
+      return;
+    case 2:
+      return combine_rows<C, T, 2, kFirst>(dst, src, stride, w);
+    case 3:
+      return combine_rows<C, T, 3, kFirst>(dst, src, stride, w);
+    default:
+      return combine_rows<C, T, 4, kFirst>(dst, src, stride, w);
+  }
+}
+
+// Rows are read whole and in order within a leaf; a leaf of up to 16 rows is at most 4 passes of
+// 4 rows (4 streams, which DRAM prefetching keeps up with; 8 or 16 were no faster), the first
+// one starting from row 0 rather than from a copy of it. Each output is the row-order chain
+// either way. The previous copy + 3 passes of 4 + 3 single rows ran a 4096^2 float32 axis-0 sum
+// at ~29 GB/s per CPU-second, this at ~33 (same bits).
 template <Combine C, typename T>
 void rows(const T* src, std::int64_t nrows, std::int64_t stride, std::int64_t w, T* out,
           T* scratch) {
   if (nrows <= kLeafRows) {
-    std::memcpy(out, src, sizeof(T) * static_cast<std::size_t>(w));
-    std::int64_t r = 1;
-    for (; r + 4 <= nrows; r += 4) {
-      const T* p = src + r * stride;
-      combine_4_rows<C, T>(out, p, p + stride, p + 2 * stride, p + 3 * stride, w);
+    std::int64_t r = std::min<std::int64_t>(4, nrows);
+    combine_up_to_4_rows<C, T, true>(out, src, stride, r, w);
+    for (; r < nrows; r += 4) {
+      combine_up_to_4_rows<C, T, false>(out, src + r * stride, stride,
+                                        std::min<std::int64_t>(4, nrows - r), w);
     }
-    for (; r < nrows; ++r) combine_row<C, T>(out, src + r * stride, w);
     return;
   }
   const std::int64_t half = nrows / 2;
