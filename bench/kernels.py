@@ -3,9 +3,12 @@
 Matmul GFLOP/s for n in 256..2048 (float32, float64) and sum GB/s over 1 MiB / 16 MiB / 256 MiB
 arrays and along each axis of a 4096 x 4096 float32 array, with 1 and 2 threads. Peers are pinned
 to the same thread count (threadpoolctl for OpenBLAS, torch.set_num_threads for PyTorch); opweave
-runs on a private pool of that size. Implementations are interleaved (one call each, round after
-round; with 2+ threads each turn first lets the other's idle workers park) and the median per
-implementation is reported, with the ratio opweave / peer.
+runs on a private pool of that size. Implementations are interleaved, round after round; each turn
+is a short loop of calls, as a user calling the function repeatedly runs it: warm-up calls (the
+core's clock and caches, the implementation's own workers), then back-to-back timed calls whose
+mean is the turn's figure. With 2+ threads each turn first lets the other libraries' idle workers
+park. The median of the turns per implementation is reported, with the ratio opweave / peer.
+Every implementation gets exactly the same treatment.
 
     python bench/kernels.py               # full table
     python bench/kernels.py --quick       # fewer sizes and repeats
@@ -44,28 +47,50 @@ _CLOCK: Callable[[], float] = time.perf_counter
 # for ~2^28 cycles, about 0.1 s, after a call; libgomp and opweave for less). On 2 cores they would
 # steal a core from the one being timed, so multi-threaded cases let them park first.
 SETTLE_S = 0.15
+# Each turn first calls the function for at least WARM_S (and twice), then times back-to-back calls
+# for at least BURST_S (and once). Measured on this 2-core VM after a 150 ms sleep: even a
+# single-threaded 1 MiB sum needs ~8 calls (~0.2 ms) to get back to its steady speed (26 us for the
+# 2nd call vs 10.5 us from the 10th on: clock and caches), and a 2-thread pool often runs its woken
+# worker on the caller's CPU for a few ms (the other vCPU, halted, does not count as idle) until the
+# scheduler moves it: opweave's 2-thread 512^2 matmul took 3-12 calls (2-7 ms) to reach its loop
+# speed. Timing "one call after one warm call" measured that wake-up, not the kernel in a loop, and
+# only in the 2-thread cases (the 1-thread ones never slept).
+WARM_S = 0.02
+BURST_S = 0.005
+
+
+def _turn(fn: Callable[[], Any]) -> float:
+    """Seconds per call of fn in a short loop: warm-up calls, then back-to-back timed calls."""
+    fn()
+    warm_end = time.perf_counter() + WARM_S
+    fn()
+    while time.perf_counter() < warm_end:
+        fn()
+    calls = 0
+    t0 = _CLOCK()
+    burst_end = time.perf_counter() + BURST_S
+    while True:
+        fn()
+        calls += 1
+        if time.perf_counter() >= burst_end:
+            break
+    return (_CLOCK() - t0) / calls
 
 
 def _interleaved(
     fns: dict[str, Callable[[], Any]], reps: int, budget_s: float, settle_s: float = 0.0
 ) -> dict[str, float]:
-    """Median seconds per call of each fn, calls interleaved round by round.
+    """Median seconds per call of each fn; turns (see _turn) interleaved round by round.
 
-    With settle_s > 0, each turn sleeps that long, makes one untimed call (which wakes that
-    implementation's own workers, as in any loop of calls) and times the next.
+    With settle_s > 0, each turn first sleeps that long (other libraries' workers park).
     """
-    for fn in fns.values():  # warm up (page faults, pools, caches)
-        fn()
     times: dict[str, list[float]] = {name: [] for name in fns}
     start = time.perf_counter()
     for r in range(reps):
         for name, fn in fns.items():
             if settle_s > 0:
                 time.sleep(settle_s)
-                fn()
-            t0 = _CLOCK()
-            fn()
-            times[name].append(_CLOCK() - t0)
+            times[name].append(_turn(fn))
         if r >= 4 and time.perf_counter() - start > budget_s:
             break
     return {name: statistics.median(ts) for name, ts in times.items()}
@@ -228,8 +253,8 @@ def main() -> None:
     if torch is not None:
         print(f"# torch {torch.__version__}")
     print(
-        f"# median of up to {reps} interleaved rounds ({args.clock} clock); ratio > 1 means "
-        "opweave is faster"
+        f"# median of up to {reps} interleaved rounds of call loops ({args.clock} clock); "
+        "ratio > 1 means opweave is faster"
     )
     _print_header()
     if args.only in (None, "matmul"):

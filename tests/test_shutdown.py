@@ -29,8 +29,9 @@ def slow_graph(n=200, sleep=0.02, announce=False):
     x = ow.placeholder(ow.float32, shape=(3,), name="x")
     def body(v):
         if announce and not _started.is_set():
-            _started.set()
+            # Printed before the event is set: a waiter's own output must not interleave with it.
             print("ready", flush=True)
+            _started.set()
         time.sleep(sleep)
         return v
     parts = [ow.py_function(body, [x], ow.float32) for _ in range(n)]

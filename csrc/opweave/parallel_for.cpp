@@ -222,13 +222,14 @@ void parallel_for(ThreadPool* pool, std::int64_t begin, std::int64_t end, std::i
   // Like an idle worker, spin for the pool's spin time before sleeping: a short loop's last
   // chunk usually finishes within microseconds, far sooner than a futex wake-up.
   loop.caller_waiting.store(1, std::memory_order_relaxed);  // a splitting hint only
-  const auto spin_until =
-      std::chrono::steady_clock::now() + std::chrono::microseconds(pool->options().spin_time_us);
+  // Inside a ThreadPool::KeepAwake (a multi-phase kernel) it spins until the loop is done.
+  const auto spin = std::chrono::microseconds(pool->options().spin_time_us);
+  const auto spin_until = std::chrono::steady_clock::now() + spin;
   for (int round = 1;; ++round) {
     // acquire: pairs with the finishers' release; done is then set (or about to be) by the last.
     if (loop.pending.load(std::memory_order_acquire) == 0) break;
     if (pool->try_run_one()) continue;
-    if (std::chrono::steady_clock::now() < spin_until) {
+    if (std::chrono::steady_clock::now() < spin_until || (spin.count() > 0 && pool->kept_awake())) {
       if (round % 16 == 0) {
         std::this_thread::yield();  // the machine may be oversubscribed
       } else {

@@ -132,6 +132,8 @@ struct ThreadPool::Impl {
   // counted, so the resizer waits for it) or follows it (and sees kClosed, so it backs out).
   static constexpr std::uint64_t kClosed = std::uint64_t{1} << 62;
   alignas(64) std::atomic<std::uint64_t> gate{0};
+  // Live KeepAwake objects (thread_pool.h). Its own line: spinning workers read it in a loop.
+  alignas(64) std::atomic<int> keep_awake{0};
   std::mutex gate_mutex;  // only for sleeping: resizer waiting for uses, uses waiting to enter
   std::condition_variable gate_cv;
 
@@ -368,8 +370,9 @@ struct ThreadPool::Impl {
           searching = true;
         }
         // Spin: at least one look after begin_search (whose RMW makes new tasks visible).
-        const auto deadline = std::chrono::steady_clock::now() + spin;
+        auto deadline = std::chrono::steady_clock::now() + spin;
         int rounds = 0;
+        bool kept_awake = false;
         do {
           task = find_work(index, self.rng, c);
           if (task != nullptr) break;
@@ -378,8 +381,12 @@ struct ThreadPool::Impl {
           } else {
             cpu_relax();
           }
+          // While a KeepAwake lives, spin on; after the last one, the usual spin from then.
+          // relaxed: a hint; a stale value spins a little longer or parks a little early.
+          kept_awake = spin.count() > 0 && keep_awake.load(std::memory_order_relaxed) > 0;
+          if (kept_awake) deadline = std::chrono::steady_clock::now() + spin;
           // relaxed: only shortens the spin; the park protocol re-reads it properly.
-        } while (std::chrono::steady_clock::now() < deadline &&
+        } while ((kept_awake || std::chrono::steady_clock::now() < deadline) &&
                  !stopping.load(std::memory_order_relaxed));
       }
       if (task == nullptr) {
@@ -638,5 +645,20 @@ void ThreadPool::reset_stats() {
 const PoolOptions& ThreadPool::options() const noexcept { return impl_->options; }
 
 int ThreadPool::idle_workers() const noexcept { return impl_->event_count.idle_workers(); }
+
+bool ThreadPool::kept_awake() const noexcept {
+  return impl_->keep_awake.load(std::memory_order_relaxed) > 0;  // a hint, see KeepAwake
+}
+
+ThreadPool::KeepAwake::KeepAwake(ThreadPool* pool) noexcept
+    : impl_(pool != nullptr ? pool->impl_.get() : nullptr) {
+  // relaxed: the count only changes how long idle threads spin; no data is published through it.
+  if (impl_ != nullptr) impl_->keep_awake.fetch_add(1, std::memory_order_relaxed);
+}
+
+ThreadPool::KeepAwake::~KeepAwake() {
+  // relaxed: as above.
+  if (impl_ != nullptr) impl_->keep_awake.fetch_sub(1, std::memory_order_relaxed);
+}
 
 }  // namespace opweave

@@ -180,6 +180,46 @@ OPWEAVE_TEST(idle_workers_use_no_cpu_after_spinning) {
   OPWEAVE_CHECK(idle < 50LL * 1000 * 1000);
 }
 
+OPWEAVE_TEST(keep_awake_keeps_idle_workers_spinning_until_it_ends) {
+  ThreadPool pool(opts(2, 50));
+  const auto all_parked = [&] {
+    const PoolStats s = pool.stats();
+    return s.parks - s.wakeups == 2;
+  };
+  OPWEAVE_CHECK(wait_until(all_parked));
+  std::atomic<int> ran{0};
+  {
+    ThreadPool::KeepAwake awake(&pool);
+    OPWEAVE_CHECK(pool.kept_awake());
+    // Wakes a worker, which runs the task and then spins instead of parking again.
+    pool.schedule([&] { ran.fetch_add(1); });
+    OPWEAVE_CHECK(wait_until([&] { return ran.load() == 1; }));
+    const std::uint64_t parks = pool.stats().parks;
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));  // 600 x the spin time
+    OPWEAVE_CHECK_EQ(pool.stats().parks, parks);
+    {
+      ThreadPool::KeepAwake nested(&pool);  // nests: a count
+    }
+    OPWEAVE_CHECK(pool.kept_awake());
+  }
+  OPWEAVE_CHECK(!pool.kept_awake());
+  // After it: the usual spin, then every worker parks again.
+  OPWEAVE_CHECK(wait_until(all_parked));
+  ThreadPool::KeepAwake none(nullptr);  // a null pool is allowed (serial kernels)
+}
+
+OPWEAVE_TEST(keep_awake_changes_nothing_when_workers_never_spin) {
+  ThreadPool pool(opts(1, 0));
+  ThreadPool::KeepAwake awake(&pool);
+  std::atomic<int> ran{0};
+  pool.schedule([&] { ran.fetch_add(1); });
+  OPWEAVE_CHECK(wait_until([&] { return ran.load() == 1; }));
+  OPWEAVE_CHECK(wait_until([&] {
+    const PoolStats s = pool.stats();
+    return s.parks - s.wakeups == 1;
+  }));
+}
+
 OPWEAVE_TEST(worker_ids_are_real_kernel_threads_and_workers_know_their_index) {
   ThreadPool pool(opts(3));
   const std::vector<long> tids = pool.worker_thread_ids();

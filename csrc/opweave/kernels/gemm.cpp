@@ -273,6 +273,11 @@ void packed_gemm(const MicroKernel<T>& uk, std::int64_t m, std::int64_t n, std::
   const std::int64_t per_thread = (m_panels + threads * mc_panels - 1) / (threads * mc_panels);
   const std::int64_t blocks = std::max<std::int64_t>(1, std::min(m_panels, threads * per_thread));
   const bool direct_a = use_direct_a(uk, a, n, sizeof(T));
+  // 2 x k_blocks x n_blocks parallel phases follow each other (8 for n = 1024 float32): keep the
+  // pool's threads awake between them (thread_pool.h). A worker that finished its rows of one
+  // phase used to park while the caller finished its own (> 50 us), and the next phase started
+  // without it while it woke up.
+  ThreadPool::KeepAwake awake(pool);
 
   for (std::int64_t jc = 0; jc < n; jc += nc_max) {
     const std::int64_t nc = std::min(nc_max, n - jc);

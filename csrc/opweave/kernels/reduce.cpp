@@ -10,9 +10,9 @@
 // Determinism: blocks are fixed sizes that depend only on R (kBlock values, kRowBlock rows,
 // kLeafRows-row leaves) and partial results are combined in fixed pairwise trees, so the bits never
 // depend on which thread computed which block or on the pool size. Accuracy: a contiguous sum is
-// NumPy's pairwise scheme (independent lanes over short leaves, halving recursion above) with
-// shorter leaves than NumPy's; a strided-axis sum combines 16-row leaves pairwise where NumPy adds
-// row after row. The inner loops live in reduce_loops.h (baseline and AVX2 builds).
+// NumPy's pairwise scheme (independent lanes taking 16 values each, a binary tree above) with the
+// lanes kept apart up the tree; a strided-axis sum combines 16-row leaves pairwise where NumPy
+// adds row after row. The inner loops live in reduce_loops.h (baseline and AVX2 builds).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
