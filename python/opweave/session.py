@@ -84,6 +84,9 @@ class _Fetches:
         self._tensor_index: dict[int, int] = {}
         self._target_ids: set[int] = set()
         self.rebuild = self._flatten(fetches)
+        # What Executor.run takes, computed once (make_callable reuses this object).
+        self.fetch_ids = [(t.op._id, t.value_index) for t in self.tensors]
+        self.target_ids = [op._id for op in self.targets]
 
     def _leaf(self, fetch: Fetchable) -> Callable[[list[np.ndarray]], Any]:
         try:
@@ -310,38 +313,40 @@ class Session:
                 self._placed += 1
 
     # -- running --------------------------------------------------------------------------------
+    def _feed_key(self, key: Any) -> Tensor:
+        try:
+            t = self._graph.as_graph_element(key)
+        except (TypeError, KeyError, ValueError) as e:
+            raise TypeError(f"Cannot interpret feed_dict key {key!r} as a Tensor: {e}") from None
+        if not isinstance(t, Tensor):
+            raise TypeError(f"Cannot interpret feed_dict key {key!r} as a Tensor.")
+        return t
+
+    @staticmethod
+    def _feed_value(t: Tensor, value: Any) -> tuple[int, int, np.ndarray]:
+        if isinstance(value, (Tensor, Operation)):
+            raise TypeError(
+                f"The value of a feed cannot be an opweave.{type(value).__name__} (feeding "
+                f"{value.name!r} to {t.name!r}): feed a NumPy array, list or scalar, or run "
+                "the tensor first."
+            )
+        try:
+            arr = implicit_array(value, t.dtype)
+        except (TypeError, ValueError, OverflowError) as e:
+            raise TypeError(
+                f"Cannot feed value for Tensor {t.name!r} of dtype {t.dtype.name}: {e}"
+            ) from None
+        if not _compatible(t.shape, arr.shape):
+            raise ValueError(
+                f"Cannot feed value of shape {arr.shape} for Tensor {t.name!r}, which has "
+                f"shape '{_tf_shape(t.shape)}'"
+            )
+        return (t.op._id, t.value_index, arr)
+
     def _feeds(self, feed_dict: Mapping[Any, Any] | None) -> list[tuple[int, int, np.ndarray]]:
-        feeds: list[tuple[int, int, np.ndarray]] = []
         if not feed_dict:
-            return feeds
-        for key, value in feed_dict.items():
-            try:
-                t = self._graph.as_graph_element(key)
-            except (TypeError, KeyError, ValueError) as e:
-                raise TypeError(
-                    f"Cannot interpret feed_dict key {key!r} as a Tensor: {e}"
-                ) from None
-            if not isinstance(t, Tensor):
-                raise TypeError(f"Cannot interpret feed_dict key {key!r} as a Tensor.")
-            if isinstance(value, (Tensor, Operation)):
-                raise TypeError(
-                    f"The value of a feed cannot be an opweave.{type(value).__name__} (feeding "
-                    f"{value.name!r} to {t.name!r}): feed a NumPy array, list or scalar, or run "
-                    "the tensor first."
-                )
-            try:
-                arr = implicit_array(value, t.dtype)
-            except (TypeError, ValueError, OverflowError) as e:
-                raise TypeError(
-                    f"Cannot feed value for Tensor {t.name!r} of dtype {t.dtype.name}: {e}"
-                ) from None
-            if not _compatible(t.shape, arr.shape):
-                raise ValueError(
-                    f"Cannot feed value of shape {arr.shape} for Tensor {t.name!r}, which has "
-                    f"shape '{_tf_shape(t.shape)}'"
-                )
-            feeds.append((t.op._id, t.value_index, arr))
-        return feeds
+            return []
+        return [self._feed_value(self._feed_key(k), v) for k, v in feed_dict.items()]
 
     def _add_pool(self, factory: Callable[[], _core.InterPool]) -> None:
         self._pools.append(factory())
@@ -395,8 +400,8 @@ class Session:
         try:
             values, stats = self._executor.run(
                 feeds,
-                [(t.op._id, t.value_index) for t in fetches.tensors],
-                [op._id for op in fetches.targets],
+                fetches.fetch_ids,
+                fetches.target_ids,
                 pool,
                 timeout,
                 trace,
@@ -494,6 +499,15 @@ class Session:
         """
         prepared = _Fetches(self._graph, fetches)
         keys = list(feed_list or [])
+        # The feed keys are resolved once too, unless a tensor is listed twice (then, as with a
+        # dict, the last value wins) or a key is invalid (then each call raises, as run() does).
+        targets: list[Tensor] | None
+        try:
+            targets = [self._feed_key(k) for k in keys]
+        except TypeError:
+            targets = None
+        if targets is not None and len({id(t) for t in targets}) != len(targets):
+            targets = None
 
         def call(
             *args: Any,
@@ -504,7 +518,10 @@ class Session:
                 raise ValueError(f"expected {len(keys)} feed values, got {len(args)}")
             if not accept_options and (options is not None or run_metadata is not None):
                 raise TypeError("this callable was made with accept_options=False")
-            feeds = self._feeds(dict(zip(keys, args, strict=True)))
+            if targets is None:
+                feeds = self._feeds(dict(zip(keys, args, strict=True)))
+            else:
+                feeds = [self._feed_value(t, v) for t, v in zip(targets, args, strict=True)]
             return self._run(prepared, feeds, options, run_metadata)
 
         return call
