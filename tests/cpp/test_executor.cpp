@@ -2,6 +2,7 @@
 // deadlines, caller-thread mode and concurrent runs.
 #include <atomic>
 #include <chrono>
+#include <set>
 #include <thread>
 
 #include "opweave/executor/executor.h"
@@ -438,6 +439,43 @@ OPWEAVE_TEST(a_node_with_many_cheap_successors_runs_them_all) {
     req.fetches = {{sum, 0}};
     OPWEAVE_CHECK_EQ(value(ex.run(req)[0]), 40);
   }
+}
+
+OPWEAVE_TEST(independent_chains_of_cheap_nodes_are_shared_with_idle_workers) {
+  // Cheap roots start on one worker; the others are idle, so it hands them ready chains.
+  register_kernel("TBusy2ms", {[](const NodeDef&) -> Kernel {
+                                 return [](KernelContext& ctx) {
+                                   g_sleeps.fetch_add(1);
+                                   const auto until = std::chrono::steady_clock::now() +
+                                                      std::chrono::milliseconds(2);
+                                   while (std::chrono::steady_clock::now() < until) {
+                                   }
+                                   ctx.outputs[0] = scalar(0);
+                                 };
+                               },
+                               CostHint::kCheap});
+  auto g = std::make_shared<Graph>();
+  std::vector<TensorId> ends;
+  for (int c = 0; c < 8; ++c) {
+    int prev = add(*g, "c" + std::to_string(c) + "_0", "TBusy2ms", {});
+    for (int i = 1; i < 10; ++i) {
+      prev = add(*g, "c" + std::to_string(c) + "_" + std::to_string(i), "TBusy2ms", {{prev, 0}});
+    }
+    ends.push_back({prev, 0});
+  }
+  Executor ex(g);
+  ThreadPool pool(PoolOptions{2, "test-inter", 0, Affinity::kNone});
+  StepStatsCollector stats;
+  RunRequest req;
+  req.inter_pool = &pool;
+  req.observer = &stats;
+  req.fetches = ends;
+  g_sleeps = 0;
+  ex.run(req);
+  OPWEAVE_CHECK_EQ(g_sleeps.load(), 80);  // every node once
+  std::set<long> threads;
+  for (const NodeExecStats& s : stats.take()) threads.insert(s.thread_id);
+  OPWEAVE_CHECK_EQ(threads.size(), std::size_t{2});
 }
 
 OPWEAVE_TEST(a_cheap_node_that_becomes_expensive_is_noticed_within_a_few_runs) {

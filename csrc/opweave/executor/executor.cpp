@@ -47,6 +47,7 @@ struct InNodeScope {
 class NodeStack {
  public:
   bool empty() const noexcept { return size_ == 0; }
+  int size() const noexcept { return size_; }
   void push(int n) {
     if (size_ < kInline) {
       inline_[size_] = n;
@@ -61,6 +62,18 @@ class NodeStack {
     const int n = overflow_.back();
     overflow_.pop_back();
     return n;
+  }
+  // Removes the `count` oldest entries and returns them, oldest first.
+  std::vector<int> take_oldest(int count) {
+    std::vector<int> all;
+    all.reserve(static_cast<std::size_t>(size_));
+    all.insert(all.end(), inline_, inline_ + std::min(size_, kInline));
+    all.insert(all.end(), overflow_.begin(), overflow_.end());
+    std::vector<int> oldest(all.begin(), all.begin() + count);
+    size_ = 0;
+    overflow_.clear();
+    for (std::size_t i = static_cast<std::size_t>(count); i < all.size(); ++i) push(all[i]);
+    return oldest;
   }
 
  private:
@@ -112,6 +125,9 @@ struct Executor::Run {
   std::vector<Tensor> slots;  // each written once by its producer before any reader is ready
   // Nodes ready or running but not finished. Reaching zero ends the run.
   std::atomic<int> outstanding{0};
+  // Tasks of ready nodes handed to idle workers (share_ready) that no worker has started yet.
+  // Relaxed everywhere: a hint for when to share, like parallel_for's.
+  std::atomic<int> unclaimed{0};
   // Set on the first failure/cancellation; later nodes skip their kernels. Relaxed reads are
   // enough: a stale `false` only runs one more node of a run that is failing anyway.
   std::atomic<bool> cancelled{false};
@@ -253,6 +269,30 @@ struct Executor::Run {
     }
   }
 
+  // Lazy splitting, as parallel_for does it: while inter-op workers are idle (and not already
+  // offered work by this run), a thread holding several ready nodes hands the older half of them
+  // to the pool as one task. A chain never holds two, so it never pays for the check.
+  void share_ready(NodeStack& stack) {
+    if (inline_mode) return;
+    // Relaxed: both are hints; a stale value only shares a little early or late.
+    if (req.inter_pool->idle_workers() <= unclaimed.load(std::memory_order_relaxed)) return;
+    std::vector<int> oldest = stack.take_oldest(stack.size() / 2);
+    unclaimed.fetch_add(1, std::memory_order_relaxed);  // a hint, see unclaimed
+    try {
+      // The nodes stay counted in `outstanding`, so the run outlives the task.
+      req.inter_pool->schedule([this, oldest] {
+        unclaimed.fetch_sub(1, std::memory_order_relaxed);  // a hint, see unclaimed
+        NodeStack shared;
+        for (int n : oldest) shared.push(n);
+        process(shared);
+      });
+    } catch (...) {
+      // Not queued (the pool shut down, or no memory for the task): run them here after all.
+      unclaimed.fetch_sub(1, std::memory_order_relaxed);  // a hint, see unclaimed
+      for (int n : oldest) stack.push(n);
+    }
+  }
+
   // Runs `stack` and whatever becomes ready from it: cheap successors inline, one expensive
   // successor as a continuation when nothing cheap is left, the rest pushed to the pool.
   void process(NodeStack& stack) {
@@ -314,6 +354,8 @@ struct Executor::Run {
       // cannot end under us. Otherwise this node is done: after finish_one the run may be gone,
       // and the loop touches nothing of `this` unless the stack still holds work.
       if (newly_ready == 0) finish_one();
+      // While the stack holds nodes (counted in `outstanding`) the run is alive.
+      if (stack.size() >= 2) share_ready(stack);
     }
   }
 
