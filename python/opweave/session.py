@@ -139,6 +139,7 @@ class _Fetches:
 
 
 _session_stack = threading.local()
+_FETCH_CACHE_SIZE = 256  # single fetches remembered per session (cleared when full)
 
 
 def get_default_session() -> Session | None:
@@ -197,6 +198,7 @@ class Session:
         self._pool_factories: list[Callable[[], _core.InterPool]] = []
         self._pid = os.getpid()
         self._exit_stack: contextlib.ExitStack | None = None
+        self._fetch_cache: dict[Tensor | Operation | str, _Fetches] = {}
         self._setup_pools()
 
     # -- pools ----------------------------------------------------------------------------------
@@ -474,8 +476,20 @@ class Session:
         ...         s.run(["b:0", {"a": a}], feed_dict={a: 5.0})
         [array(5., dtype=float32), {'a': array(5., dtype=float32)}]
         """
-        prepared = _Fetches(self._graph, fetches)
-        return self._run(prepared, self._feeds(feed_dict), options, run_metadata)
+        return self._run(self._fetches(fetches), self._feeds(feed_dict), options, run_metadata)
+
+    def _fetches(self, fetches: Any) -> _Fetches:
+        # A single tensor, op or name (the common case) is resolved once per session: the graph
+        # only grows, so what a name resolves to never changes.
+        if not isinstance(fetches, (Tensor, Operation, str)):
+            return _Fetches(self._graph, fetches)
+        prepared = self._fetch_cache.get(fetches)
+        if prepared is None:
+            prepared = _Fetches(self._graph, fetches)
+            if len(self._fetch_cache) >= _FETCH_CACHE_SIZE:
+                self._fetch_cache.clear()
+            self._fetch_cache[fetches] = prepared
+        return prepared
 
     def make_callable(
         self,
