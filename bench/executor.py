@@ -5,8 +5,9 @@ What a dataflow runtime adds on top of its kernels, measured the same way for ea
 - chain: per-node overhead on a chain of 1000 tiny element-wise ops (opweave.models.tiny_chain:
   x + 1, * 1, + 1, ... on one float32). Per node = (time(1000-op chain) - time(1-op chain)) / 999,
   and the plain time / 1000 beside it. TensorFlow runs with graph optimisation off (Grappler's
-  meta optimizer disabled, OptimizerOptions.L0): Grappler folds this chain, so TensorFlow would run
-  a handful of nodes instead of 1000; its Grappler-on figure is printed on its own labelled row.
+  meta optimizer disabled, OptimizerOptions.L0), so that it runs the same 1000 nodes: Grappler
+  folds chains of constant adds/muls into one node. Its Grappler-on figure is printed on its own
+  labelled row for reference.
   TorchScript: the same 1000 ops unrolled in one scripted function (its interpreter's per-op cost).
 - fixed: Session.run fixed overhead on a 1-op graph (feed a scalar, fetch x + 1), through
   Session.run and through make_callable; TorchScript: calling a scripted x + 1.
@@ -229,13 +230,13 @@ def bench_chain(reps: int, batch_s: float) -> dict[str, float]:
     )
     if "tf-grappler" in total:
         _print_row(
-            f"  TF with Grappler ON (total/{CHAIN}; folds!)",
+            f"  TF with Grappler ON (total/{CHAIN}, for reference)",
             "us/node",
             {"opweave": total["opweave"], "tensorflow": total["tf-grappler"]},
         )
         _note(
-            "Grappler rewrites the chain into far fewer nodes: not a per-node figure; the rows "
-            "above compare 1000 executed nodes on both sides"
+            "Grappler may rewrite the graph (it folds constant chains), so that row need not "
+            f"run {CHAIN} nodes; the rows above compare {CHAIN} executed nodes on both sides"
         )
     if "tensorflow" in marginal:
         ratio = marginal["tensorflow"] / marginal["opweave"]

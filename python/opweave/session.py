@@ -499,7 +499,7 @@ class Session:
     ) -> Callable[..., Any]:
         """A function that runs ``fetches`` with positional values for ``feed_list``.
 
-        The fetch structure is resolved once, so repeated calls skip that work.
+        The fetch structure and the feed keys are resolved once, so repeated calls skip that work.
 
         Examples
         --------
