@@ -70,7 +70,8 @@ except ImportError:  # pragma: no cover
 
 Fn = Callable[[], Any]
 
-SETTLE_S = 0.15  # see bench/kernels.py: idle workers of the library that ran before park first
+# See bench/kernels.py: idle workers of the library that ran before park first.
+SETTLE_S = float(os.environ.get("OW_BENCH_SETTLE_S", "0.15"))
 INTER = 2
 INTRA = 2
 CHAIN = 1000
@@ -214,6 +215,8 @@ def bench_chain(reps: int, batch_s: float) -> dict[str, float]:
         if got != math.ceil(int(n) / 2):
             print(f"  # WARNING: {name} computed {got}", flush=True)
     med = _interleaved(fns, reps, batch_s)
+    if os.environ.get("OW_BENCH_DEBUG"):
+        print({k: round(v * 1e6, 1) for k, v in med.items()})
     libs = sorted({name.split("/")[0] for name in fns})
     marginal = {lib: (med[f"{lib}/{CHAIN}"] - med[f"{lib}/1"]) / (CHAIN - 1) * 1e6 for lib in libs}
     total = {lib: med[f"{lib}/{CHAIN}"] / CHAIN * 1e6 for lib in libs}
