@@ -3,11 +3,11 @@
 What a dataflow runtime adds on top of its kernels, measured the same way for each library:
 
 - chain: per-node overhead on a chain of 1000 tiny element-wise ops (opweave.models.tiny_chain:
-  x + 1, * 1, + 1, ... on one float32). Per node = (time(1000-op chain) - time(1-op chain)) / 999,
-  and the plain time / 1000 beside it. TensorFlow runs with graph optimisation off (Grappler's
-  meta optimizer disabled, OptimizerOptions.L0), so that it runs the same 1000 nodes: Grappler
-  folds chains of constant adds/muls into one node. Its Grappler-on figure is printed on its own
-  labelled row for reference.
+  x + 1, * 1, + 1, ... on one float32). Per node = (time(1000-op chain) - time(1-op chain)) / 999
+  (the median over rounds of that difference), and the plain time / 1000 beside it. TensorFlow
+  runs with graph optimisation off (Grappler's meta optimizer disabled, OptimizerOptions.L0), so
+  that it runs the same 1000 nodes: Grappler folds chains of constant adds/muls into one node.
+  Its Grappler-on figure is printed on its own labelled row for reference.
   TorchScript: the same 1000 ops unrolled in one scripted function (its interpreter's per-op cost).
 - fixed: Session.run fixed overhead on a 1-op graph (feed a scalar, fetch x + 1), through
   Session.run and through make_callable; TorchScript: calling a scripted x + 1.
@@ -81,7 +81,16 @@ CHAIN = 1000
 def _interleaved(
     fns: dict[str, Fn], reps: int, batch_s: float, settle_s: float = SETTLE_S
 ) -> dict[str, float]:
-    """Median seconds per call of each fn, interleaved round by round.
+    """Median seconds per call of each fn, interleaved round by round (see _rounds)."""
+    return {
+        name: statistics.median(ts) for name, ts in _rounds(fns, reps, batch_s, settle_s).items()
+    }
+
+
+def _rounds(
+    fns: dict[str, Fn], reps: int, batch_s: float, settle_s: float = SETTLE_S
+) -> dict[str, list[float]]:
+    """Seconds per call of each fn in each round, the fns called in turn round by round.
 
     Each turn sleeps settle_s, makes one untimed call and times a batch of calls sized to take
     about batch_s (at least one call).
@@ -105,7 +114,7 @@ def _interleaved(
             for _ in range(n):
                 fn()
             times[name].append((time.perf_counter() - t0) / n)
-    return {name: statistics.median(ts) for name, ts in times.items()}
+    return times
 
 
 # -- configuration -----------------------------------------------------------------------------
@@ -194,18 +203,22 @@ def bench_chain(reps: int, batch_s: float) -> dict[str, float]:
     """Per-node overhead of a 1000-op chain; returns the per-node figures (us)."""
     xv = np.zeros(1, np.float32)
     fns: dict[str, Fn] = {}
+    # Each library's two chains are timed one after the other, so that the per-node figure can
+    # be taken from the difference within each round (under the same load), not of two medians.
     for n in (1, CHAIN):
         m = ow.models.tiny_chain(length=n)
         fns[f"opweave/{n}"] = _session_callable(
             "opweave", m.graph, m.fetches, {next(iter(m.feed_dict)): xv}, _ow_config()
         )
-        if tf is not None:
-            g, x, y = _tf_chain(n)
-            fns[f"tensorflow/{n}"] = _session_callable("tf", g, y, {x: xv}, _tf_config())
-            fns[f"tf-grappler/{n}"] = _session_callable(
-                "tf", g, y, {x: xv}, _tf_config(grappler=True)
-            )
-        if torch is not None:
+    if tf is not None:
+        for grappler in (False, True):
+            for n in (1, CHAIN):
+                g, x, y = _tf_chain(n)
+                fns[f"{'tf-grappler' if grappler else 'tensorflow'}/{n}"] = _session_callable(
+                    "tf", g, y, {x: xv}, _tf_config(grappler=grappler)
+                )
+    if torch is not None:
+        for n in (1, CHAIN):
             chain = _torch_chain(n)
             tx, tone = torch.zeros(1), torch.ones(())
             fns[f"torch/{n}"] = lambda chain=chain, tx=tx, tone=tone: chain(tx, tone)
@@ -214,12 +227,18 @@ def bench_chain(reps: int, batch_s: float) -> dict[str, float]:
         got = float(np.asarray(fn()).reshape(-1)[0])
         if got != math.ceil(int(n) / 2):
             print(f"  # WARNING: {name} computed {got}", flush=True)
-    med = _interleaved(fns, reps, batch_s)
+    rounds = _rounds(fns, reps, batch_s)
     if os.environ.get("OW_BENCH_DEBUG"):
-        print({k: round(v * 1e6, 1) for k, v in med.items()})
+        print({k: round(statistics.median(v) * 1e6, 1) for k, v in rounds.items()})
     libs = sorted({name.split("/")[0] for name in fns})
-    marginal = {lib: (med[f"{lib}/{CHAIN}"] - med[f"{lib}/1"]) / (CHAIN - 1) * 1e6 for lib in libs}
-    total = {lib: med[f"{lib}/{CHAIN}"] / CHAIN * 1e6 for lib in libs}
+    marginal = {
+        lib: statistics.median(
+            (long - short) / (CHAIN - 1) * 1e6
+            for long, short in zip(rounds[f"{lib}/{CHAIN}"], rounds[f"{lib}/1"], strict=True)
+        )
+        for lib in libs
+    }
+    total = {lib: statistics.median(rounds[f"{lib}/{CHAIN}"]) / CHAIN * 1e6 for lib in libs}
     pick = ("opweave", "tensorflow", "torch")
     _print_row(
         f"chain {CHAIN} tiny ops, per node (marginal)",
@@ -606,7 +625,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--only", choices=["chain", "fixed", "taskflow", "mlp"], default=None)
     parser.add_argument("--mlp-worker", nargs=2, type=int, metavar=("INTER", "INTRA"))
     args = parser.parse_args(argv)
-    reps = args.reps or (5 if args.quick else 11)
+    reps = args.reps or (5 if args.quick else 15)
     if args.mlp_worker:
         mlp_worker(args.mlp_worker[0], args.mlp_worker[1], reps)
         return
