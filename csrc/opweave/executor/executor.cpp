@@ -271,32 +271,44 @@ struct Executor::Run {
 
   // Lazy splitting, as parallel_for does it: while inter-op workers are idle (and not already
   // offered work by this run), a thread holding several ready nodes hands the older half of them
-  // to the pool as one task. A chain never holds two, so it never pays for the check.
-  void share_ready(NodeStack& stack) {
-    if (inline_mode) return;
+  // to the pool as one task. A chain never holds two, so it never pays for the check. Returns how
+  // many nodes were added to `outstanding` and then stayed here (the task could not be queued).
+  int share_ready(NodeStack& stack) {
+    if (inline_mode) return 0;
     // Relaxed: both are hints; a stale value only shares a little early or late.
-    if (req.inter_pool->idle_workers() <= unclaimed.load(std::memory_order_relaxed)) return;
+    if (req.inter_pool->idle_workers() <= unclaimed.load(std::memory_order_relaxed)) return 0;
     std::vector<int> oldest = stack.take_oldest(stack.size() / 2);
+    const int count = static_cast<int>(oldest.size());
+    // Counted before another thread can finish them; relaxed as in process().
+    outstanding.fetch_add(count, std::memory_order_relaxed);
     unclaimed.fetch_add(1, std::memory_order_relaxed);  // a hint, see unclaimed
     try {
-      // The nodes stay counted in `outstanding`, so the run outlives the task.
       req.inter_pool->schedule([this, oldest] {
         unclaimed.fetch_sub(1, std::memory_order_relaxed);  // a hint, see unclaimed
         NodeStack shared;
         for (int n : oldest) shared.push(n);
         process(shared);
       });
+      return 0;
     } catch (...) {
       // Not queued (the pool shut down, or no memory for the task): run them here after all.
       unclaimed.fetch_sub(1, std::memory_order_relaxed);  // a hint, see unclaimed
       for (int n : oldest) stack.push(n);
+      return count;
     }
   }
 
   // Runs `stack` and whatever becomes ready from it: cheap successors inline, one expensive
   // successor as a continuation when nothing cheap is left, the rest pushed to the pool.
+  //
+  // `outstanding` counts lazily: it holds the nodes each thread was handed (its `published`
+  // count) plus the nodes handed to the pool, not the exact number still to run. A thread keeps
+  // the nodes it makes ready and runs itself to itself, and gives its count back only once its
+  // stack is empty. While it holds work, its published count (>= 1) keeps the total above zero,
+  // so the total reaches zero only when every thread is done and nothing is queued.
   void process(NodeStack& stack) {
     const InNodeScope in_node;
+    int published = stack.size();
     const std::vector<int>& successors = g.successors();
     const std::vector<int>& initial_pending = g.pending_template();
     std::vector<int> to_schedule;
@@ -310,7 +322,6 @@ struct Executor::Run {
       if (inline_mode)
         nodes_since_clock = is_cheap(n) ? nodes_since_clock + 1 : kCheapNodesPerClockCheck;
       const CompiledNode& node = g.node(n);
-      int newly_ready = 0;
       int continuation = -1;
       for (int i = node.succ_begin; i < node.succ_end; ++i) {
         const int s = successors[static_cast<std::size_t>(i)];
@@ -323,7 +334,6 @@ struct Executor::Run {
             pending[static_cast<std::size_t>(s)].fetch_sub(1, std::memory_order_acq_rel) != 1) {
           continue;
         }
-        ++newly_ready;
         if (req.observer) req.observer->on_ready(*g.node(s).def, now_micros());
         if (inline_mode || is_cheap(s)) {
           stack.push(s);
@@ -340,29 +350,25 @@ struct Executor::Run {
           to_schedule.push_back(continuation);
         }
       }
-      // This node's place in `outstanding` passes to one newly ready node, so only the
-      // difference touches the counter. Relaxed add: it is sequenced before the pushes below
-      // (the only way other threads get to decrement for these nodes), and a single atomic's
-      // modification order respects that, so the count cannot reach zero while they are pending.
-      // With exactly one newly ready node nothing is touched: this node's writes reach the thread
-      // that ends the run through that node (run here, or handed over by the pool's queue
-      // synchronisation) and a later acq_rel decrement.
-      if (newly_ready > 1) outstanding.fetch_add(newly_ready - 1, std::memory_order_relaxed);
-      for (int s : to_schedule) schedule(s);
-      to_schedule.clear();
-      // With newly_ready >= 1 the stack holds at least one node of this run (counted), so the run
-      // cannot end under us. Otherwise this node is done: after finish_one the run may be gone,
-      // and the loop touches nothing of `this` unless the stack still holds work.
-      if (newly_ready == 0) finish_one();
-      // While the stack holds nodes (counted in `outstanding`) the run is alive.
-      if (stack.size() >= 2) share_ready(stack);
+      if (!to_schedule.empty()) {
+        // Relaxed add: it is sequenced before the pushes below (the only way other threads get
+        // to decrement for these nodes), and a single atomic's modification order respects
+        // that, so the count cannot reach zero while they are pending.
+        outstanding.fetch_add(static_cast<int>(to_schedule.size()), std::memory_order_relaxed);
+        for (int s : to_schedule) schedule(s);
+        to_schedule.clear();
+      }
+      if (stack.size() >= 2) published += share_ready(stack);
     }
+    finish(published);  // the run may be gone after this: touch nothing of `this`
   }
 
-  void finish_one() {
+  // Gives back a thread's published count once it has no node of this run left.
+  void finish(int published) {
     // acq_rel: the thread that brings the count to zero must see every other node's writes
-    // (acquire) before it lets the caller read the slots; every decrement releases its own.
-    if (outstanding.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+    // (acquire) before it lets the caller read the slots; every decrement releases the writes of
+    // the thread making it (the RMWs form one release sequence).
+    if (outstanding.fetch_sub(published, std::memory_order_acq_rel) == published) {
       std::lock_guard<std::mutex> lock(mutex);
       done = true;
       done_hint.store(true, std::memory_order_relaxed);  // relaxed: a hint, see done_hint
