@@ -628,7 +628,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     reps = args.reps or (5 if args.quick else 15)
     if args.mlp_worker:
         mlp_worker(args.mlp_worker[0], args.mlp_worker[1], reps)
-        return
+        _exit_now()
     if torch is not None:
         # Before any PyTorch parallel work: its inter-op pool is sized once.
         torch.set_num_threads(INTRA)
@@ -659,6 +659,20 @@ def main(argv: Sequence[str] | None = None) -> None:
     print(f"# done, load avg {os.getloadavg()[0]:.2f}")
     for sess in _SESSIONS:
         sess.close()
+    _exit_now()
+
+
+def _exit_now() -> None:
+    """Leaves without interpreter finalization, once everything is printed.
+
+    PyTorch's inter-op threads may still be destroying the state of finished fork() tasks, which
+    holds tensors that reference Python objects; if that happens during finalization, the thread
+    is unwound inside a noexcept destructor and the process aborts (std::terminate from
+    c10::ThreadPool, seen about one exit in five after the MLP case).
+    """
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 if __name__ == "__main__":

@@ -82,6 +82,28 @@ OPWEAVE_TEST(binary_in_place_gives_the_bits_of_binary_for_same_shapes_and_scalar
   }
 }
 
+OPWEAVE_TEST(binary_in_place_gives_the_bits_of_binary_when_the_other_operand_broadcasts) {
+  ThreadPool pool(PoolOptions{2, "test-intra", 0, Affinity::kNone});
+  const Shape others[] = {{5}, {1, 5}, {4, 1}, {1, 1}, {3, 4, 5}};
+  for (const Shape& target_shape : {Shape{3, 4, 5}, Shape{300, 4, 50}}) {
+    for (const Shape& other_shape : others) {
+      if (target_shape[2] != 5 && other_shape.back() == 5) continue;
+      const Shape fitted = other_shape.size() == 3 ? target_shape : other_shape;
+      for (BinaryOp op : {BinaryOp::kAdd, BinaryOp::kSub, BinaryOp::kDiv}) {
+        for (int into = 0; into < 2; ++into) {
+          const Tensor target = random_floats(target_shape, 21);
+          const Tensor other = random_floats(fitted, 22);
+          const Tensor& a = into == 0 ? target : other;
+          const Tensor& b = into == 0 ? other : target;
+          const Tensor expected = binary(op, a, b, &pool);
+          OPWEAVE_CHECK(binary_in_place(op, a, b, into, &pool));
+          OPWEAVE_CHECK(same_bits(target, expected));
+        }
+      }
+    }
+  }
+}
+
 OPWEAVE_TEST(binary_in_place_declines_when_the_result_is_not_the_inputs_shape_or_dtype) {
   const Tensor row = random_floats({1, 3}, 1);
   const Tensor col = random_floats({3, 1}, 2);

@@ -382,24 +382,21 @@ bool binary_in_place(BinaryOp op, const Tensor& a, const Tensor& b, int into, Th
   // Bool and mixed dtypes: binary() has the rules and the error messages.
   if (a.dtype() != b.dtype() || a.dtype() == DType::kBool) return false;
   if (target.numel() == 0 || !target.is_contiguous()) return false;
-  // The result must have the target's shape: the other operand has the same shape, or is one
-  // element of no higher rank.
-  const bool same = other.shape() == target.shape() && other.is_contiguous();
-  if (!same && !(other.numel() == 1 && other.ndim() <= target.ndim())) return false;
-  const std::int64_t n = target.numel();
-  const std::int64_t so = same ? 1 : 0;
+  // The result must have the target's shape: the other operand has the same shape, is one
+  // element of no higher rank, or broadcasts to the target's shape (a bias row).
+  if (other.shape() != target.shape() && !(other.numel() == 1 && other.ndim() <= target.ndim())) {
+    if (other.ndim() > target.ndim()) return false;
+    for (int i = 1; i <= other.ndim(); ++i) {
+      const std::int64_t d = other.dim(other.ndim() - i);
+      if (d != 1 && d != target.dim(target.ndim() - i)) return false;
+    }
+  }
+  // The target is contiguous with the result's shape, so each element is read at the index it is
+  // written to, on the flat and on the strided path alike.
   dispatch_all(a.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
-    with_binary_op(op, [&](auto kind) {
-      constexpr BinaryOp kOp = decltype(kind)::value;
-      T* pt = target.data<T>();
-      const T* po = other.data<T>();
-      if (into == 0) {
-        binary_flat<kOp, T>(pt, 1, po, so, pt, n, pool);
-      } else {
-        binary_flat<kOp, T>(po, so, pt, 1, pt, n, pool);
-      }
-    });
+    with_binary_op(op,
+                   [&](auto kind) { binary_typed<decltype(kind)::value, T>(a, b, target, pool); });
   });
   return true;
 }

@@ -49,8 +49,8 @@ Tensor unary(UnaryOp op, const Tensor& x, ThreadPool* pool);
 // Buffer forwarding (as TensorFlow's forward_input): binary() and unary() computed into an
 // input's own buffer, with the same results. binary_in_place writes op(a, b) into a (into = 0) or
 // b (into = 1). Both return false, touching nothing, unless that input is contiguous and non-empty
-// and the result has exactly its shape and dtype (the other operand has the same shape or is one
-// element); errors are left to binary()/unary(). The caller must be the only owner of the buffer.
+// and the result has exactly its shape and dtype (the other operand broadcasts to it); errors are
+// left to binary()/unary(). The caller must be the only owner of the buffer.
 bool binary_in_place(BinaryOp op, const Tensor& a, const Tensor& b, int into, ThreadPool* pool);
 bool unary_in_place(UnaryOp op, const Tensor& x, ThreadPool* pool);
 // Sum of same-shape, same-dtype tensors.
