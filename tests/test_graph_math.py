@@ -171,3 +171,26 @@ def test_slash_on_integer_tensors_is_truediv_in_float64_and_div_floors() -> None
         [1.0, 1.0],
     ]
     assert got[1].tolist() == [-4, 3]
+
+
+def test_element_wise_chains_never_write_into_feeds_constants_or_fetched_values() -> None:
+    # Element-wise kernels may compute into an input's buffer when nothing else can see it; a fed
+    # array, a constant and a fetched intermediate must come out of every run untouched.
+    feed = RNG.standard_normal((8,)).astype(np.float32)
+    before = feed.copy()
+    k = np.float32(1.5)
+    with ow.Graph().as_default() as g:
+        x = ow.placeholder(ow.float32, shape=(8,))
+        c = ow.constant(k)
+        y1 = x + c
+        y2 = ow.tanh(y1 * c)
+        y3 = ow.sigmoid(-(y2 - c))
+    with ow.Session(graph=g) as sess:
+        run_y1_y3 = sess.make_callable([y1, y3], [x])
+        for _ in range(3):
+            got1, got3 = run_y1_y3(feed)
+            np.testing.assert_array_equal(feed, before)
+            np.testing.assert_allclose(got1, before + k, rtol=1e-6)
+            expected3 = 1.0 / (1.0 + np.exp(np.tanh((before + k) * k) - k))
+            np.testing.assert_allclose(got3, expected3, rtol=1e-5)
+        assert sess.run(c) == k

@@ -184,6 +184,40 @@ def test_make_callable_rejects_a_bad_feed_list_when_made() -> None:
         assert sess.make_callable(y, feed_list=("x:0",))(1.5) == 1.5
 
 
+def test_make_callable_feeds_like_a_dict_when_a_tensor_is_listed_twice() -> None:
+    with ow.Graph().as_default() as g:
+        x = ow.placeholder(ow.int64, shape=(), name="x")
+        y = ow.identity(x)
+    with ow.Session(graph=g) as sess:
+        call = sess.make_callable(y, [x, x])
+        assert call(1, 2) == 2  # the last value wins, as in a feed_dict built from the pairs
+
+
+def test_fetching_a_name_works_once_the_graph_has_it() -> None:
+    with ow.Graph().as_default() as g:
+        ow.constant(1, name="a")
+    with ow.Session(graph=g) as sess:
+        with pytest.raises(ValueError, match="'b:0' cannot be interpreted"):
+            sess.run("b:0")
+        with g.as_default():
+            ow.constant(2, name="b")
+        assert sess.run("b:0") == 2
+        assert sess.run("a:0") == 1
+
+
+def test_fetched_small_arrays_are_writeable_and_independent_between_runs() -> None:
+    # Fetches of at most 64 bytes are copied out of the run; larger ones wrap its buffer.
+    with ow.Graph().as_default() as g:
+        x = ow.placeholder(ow.int64, shape=(2,), name="x")
+        y = ow.identity(x)
+    with ow.Session(graph=g) as sess:
+        first = sess.run(y, {x: [1, 1]})
+        second = sess.run(y, {x: [2, 2]})
+        first[0] = 10
+        assert second.tolist() == [2, 2]
+        assert first.tolist() == [10, 1]
+
+
 def test_py_function_exception_keeps_its_type_and_traceback_and_session_still_works() -> None:
     class MyError(Exception):
         pass

@@ -86,7 +86,7 @@ void register_py_func_kernel() {
                    auto fn = node.attr<std::shared_ptr<HostFunction>>("func");
                    std::vector<DType> tout = node.attr<std::vector<DType>>("Tout");
                    return [fn, tout](KernelContext& ctx) {
-                     std::vector<Tensor> out = (*fn)(ctx.inputs);
+                     std::vector<Tensor> out = (*fn)(ctx.inputs.to_vector());
                      if (out.size() != tout.size()) {
                        throw_invalid_argument("py_function returned " + std::to_string(out.size()) +
                                               " values; Tout has " + std::to_string(tout.size()));

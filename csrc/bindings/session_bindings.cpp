@@ -132,11 +132,12 @@ py::tuple run(Executor& executor, const std::vector<std::tuple<int, int, py::arr
   py::list results;
   for (Tensor& t : out) {
     // A tensor only this run references becomes the array's memory; one shared with a constant,
-    // a feed or another fetch is copied so the caller may write to the array freely.
+    // a feed or another fetch is copied so the caller may write to the array freely. Tiny ones
+    // are copied too: copying 64 bytes costs less than the capsule that would keep them alive.
     const bool unique =
         t.owner() && t.owner().use_count() == 1 && t.numel() > 0 &&
         std::find(feed_owners.begin(), feed_owners.end(), t.owner().get()) == feed_owners.end();
-    results.append(numpy_from_tensor(t, /*writeable=*/true, /*copy=*/!unique));
+    results.append(numpy_from_tensor(t, /*writeable=*/true, /*copy=*/!unique || t.nbytes() <= 64));
     t = Tensor();
   }
   py::object step_stats = py::none();

@@ -1,5 +1,6 @@
 #include "opweave/tensor.h"
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -75,26 +76,49 @@ Shape contiguous_strides(const Shape& shape) {
   return strides;
 }
 
-Tensor Tensor::empty(DType dtype, const Shape& shape) {
+namespace {
+
+// Buffers of at most kSmallBufferBytes share one allocation with their reference count
+// (std::make_shared): one trip to the allocator instead of two, and no aligned_alloc, which for
+// tiny sizes is several times slower than malloc (it carves an aligned piece out of a bigger
+// chunk and frees the rest). They get malloc's 16-byte alignment, enough for every dtype: a cache
+// line's alignment cannot matter for data smaller than one.
+constexpr std::size_t kSmallBufferBytes = 64;
+
+struct SmallBuffer {
+  SmallBuffer() {}  // leaves the bytes uninitialised, as aligned_alloc does
+  alignas(16) unsigned char bytes[kSmallBufferBytes];
+};
+
+}  // namespace
+
+Tensor Tensor::empty(DType dtype, const Shape& shape) { return empty(dtype, Shape(shape)); }
+
+Tensor Tensor::empty(DType dtype, Shape&& shape) {
   Tensor t;
   t.dtype_ = dtype;
-  t.shape_ = shape;
-  t.strides_ = contiguous_strides(shape);
   t.numel_ = shape_numel(shape);
+  t.strides_ = contiguous_strides(shape);
+  t.shape_ = std::move(shape);
   const std::size_t item = dtype_size(dtype);
   if (static_cast<std::uint64_t>(t.numel_) > std::numeric_limits<std::size_t>::max() / item / 2) {
     throw OpError(ErrorCode::kResourceExhausted,
-                  "cannot allocate a tensor of shape " + shape_to_string(shape));
+                  "cannot allocate a tensor of shape " + shape_to_string(t.shape_));
   }
-  // Round up to the alignment (aligned_alloc requires it) and never ask for zero bytes.
   std::size_t bytes = static_cast<std::size_t>(t.numel_) * item;
+  if (bytes <= kSmallBufferBytes) {
+    std::shared_ptr<SmallBuffer> block = std::make_shared<SmallBuffer>();  // bad_alloc on failure
+    t.data_ = block->bytes;
+    t.owner_ = std::move(block);
+    return t;
+  }
+  // Round up to the alignment (aligned_alloc requires it).
   bytes = (bytes + 63) / 64 * 64;
-  if (bytes == 0) bytes = 64;
   void* p = std::aligned_alloc(64, bytes);
   if (p == nullptr) {
     throw OpError(ErrorCode::kResourceExhausted,
-                  "OOM when allocating tensor with shape " + shape_to_string(shape) + " and type " +
-                      dtype_name(dtype) + " (" + std::to_string(bytes) + " bytes)");
+                  "OOM when allocating tensor with shape " + shape_to_string(t.shape_) +
+                      " and type " + dtype_name(dtype) + " (" + std::to_string(bytes) + " bytes)");
   }
   t.data_ = p;
   t.owner_ = std::shared_ptr<void>(p, [](void* q) { std::free(q); });
@@ -120,6 +144,29 @@ Tensor Tensor::wrap(DType dtype, const Shape& shape, const Shape& strides, void*
   t.data_ = data;
   t.owner_ = std::move(owner);
   return t;
+}
+
+#if defined(__SANITIZE_THREAD__)
+#define OPWEAVE_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define OPWEAVE_TSAN 1
+#endif
+#endif
+
+bool Tensor::sole_owner() const noexcept {
+  if (owner_ == nullptr || owner_.use_count() != 1) return false;
+  // use_count() is a relaxed load. It read the value left by the last other owner's release
+  // decrement (an acq_rel RMW), so an acquire fence makes all that owner did with the buffer
+  // happen-before our writes to it.
+#if defined(OPWEAVE_TSAN)
+  // ThreadSanitizer does not model fences: take the same acquire from an acq_rel RMW on the count
+  // (copying the handle), which it does see.
+  const std::shared_ptr<void> acquire = owner_;
+#else
+  std::atomic_thread_fence(std::memory_order_acquire);
+#endif
+  return true;
 }
 
 bool Tensor::is_contiguous() const noexcept {

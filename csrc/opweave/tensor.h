@@ -57,9 +57,11 @@ class Tensor {
  public:
   Tensor() = default;
 
-  // A new contiguous, 64-byte aligned, uninitialised buffer. Throws OpError(kResourceExhausted)
-  // when the allocation fails or the size overflows.
+  // A new contiguous, uninitialised buffer: 64-byte aligned, except buffers of at most 64 bytes,
+  // which are 16-byte aligned and share one allocation with their reference count. Throws
+  // OpError(kResourceExhausted) when the allocation fails or the size overflows.
   static Tensor empty(DType dtype, const Shape& shape);
+  static Tensor empty(DType dtype, Shape&& shape);
   static Tensor zeros(DType dtype, const Shape& shape);
   // A view of memory someone else owns; `owner` keeps it alive (may be null for borrowed memory
   // whose lifetime the caller guarantees). Strides are in elements and may be zero or negative.
@@ -84,6 +86,10 @@ class Tensor {
     return static_cast<T*>(data_);
   }
   const std::shared_ptr<void>& owner() const noexcept { return owner_; }
+  // True when this handle is the only owner of its buffer (no other Tensor, view or wrapper
+  // shares it, and the memory is not borrowed), so writes to it cannot be seen by anyone else.
+  // Everything the other, former owners did with the buffer happens-before the return of true.
+  bool sole_owner() const noexcept;
 
   // A contiguous copy (or this tensor itself when it is already contiguous).
   Tensor contiguous() const;

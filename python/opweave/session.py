@@ -87,6 +87,9 @@ class _Fetches:
         self._tensor_index: dict[int, int] = {}
         self._target_ids: set[int] = set()
         self.rebuild = self._flatten(fetches)
+        # What Executor.run takes, computed once (make_callable reuses this object).
+        self.fetch_ids = [(t.op._id, t.value_index) for t in self.tensors]
+        self.target_ids = [op._id for op in self.targets]
 
     def _leaf(self, fetch: Fetchable) -> Callable[[list[np.ndarray]], Any]:
         try:
@@ -145,6 +148,7 @@ class _Fetches:
 
 
 _session_stack = threading.local()
+_FETCH_CACHE_SIZE = 256  # single fetches remembered per session (cleared when full)
 
 
 def get_default_session() -> Session | None:
@@ -204,6 +208,7 @@ class Session:
         self._pool_factories: list[Callable[[], _core.InterPool]] = []
         self._pid = os.getpid()
         self._exit_stack: contextlib.ExitStack | None = None
+        self._fetch_cache: dict[Tensor | Operation | str, _Fetches] = {}
         self._setup_pools()
 
     # -- pools ----------------------------------------------------------------------------------
@@ -330,31 +335,31 @@ class Session:
             raise TypeError(f"Cannot interpret {where} key {key!r} as a Tensor.")
         return t
 
+    @staticmethod
+    def _feed_value(t: Tensor, value: Any) -> tuple[int, int, np.ndarray]:
+        if isinstance(value, (Tensor, Operation)):
+            raise TypeError(
+                f"The value of a feed cannot be an opweave.{type(value).__name__} (feeding "
+                f"{value.name!r} to {t.name!r}): feed a NumPy array, list or scalar, or run "
+                "the tensor first."
+            )
+        try:
+            arr = implicit_array(value, t.dtype)
+        except (TypeError, ValueError, OverflowError) as e:
+            raise TypeError(
+                f"Cannot feed value for Tensor {t.name!r} of dtype {t.dtype.name}: {e}"
+            ) from None
+        if not _compatible(t.shape, arr.shape):
+            raise ValueError(
+                f"Cannot feed value of shape {arr.shape} for Tensor {t.name!r}, which has "
+                f"shape '{_tf_shape(t.shape)}'"
+            )
+        return (t.op._id, t.value_index, arr)
+
     def _feeds(self, feed_dict: Mapping[Any, Any] | None) -> list[tuple[int, int, np.ndarray]]:
-        feeds: list[tuple[int, int, np.ndarray]] = []
         if not feed_dict:
-            return feeds
-        for key, value in feed_dict.items():
-            t = self._feed_key(key)
-            if isinstance(value, (Tensor, Operation)):
-                raise TypeError(
-                    f"The value of a feed cannot be an opweave.{type(value).__name__} (feeding "
-                    f"{value.name!r} to {t.name!r}): feed a NumPy array, list or scalar, or run "
-                    "the tensor first."
-                )
-            try:
-                arr = implicit_array(value, t.dtype)
-            except (TypeError, ValueError, OverflowError) as e:
-                raise TypeError(
-                    f"Cannot feed value for Tensor {t.name!r} of dtype {t.dtype.name}: {e}"
-                ) from None
-            if not _compatible(t.shape, arr.shape):
-                raise ValueError(
-                    f"Cannot feed value of shape {arr.shape} for Tensor {t.name!r}, which has "
-                    f"shape '{_tf_shape(t.shape)}'"
-                )
-            feeds.append((t.op._id, t.value_index, arr))
-        return feeds
+            return []
+        return [self._feed_value(self._feed_key(k), v) for k, v in feed_dict.items()]
 
     def _add_pool(self, factory: Callable[[], _core.InterPool]) -> None:
         self._pools.append(factory())
@@ -408,8 +413,8 @@ class Session:
         try:
             values, stats = self._executor.run(
                 feeds,
-                [(t.op._id, t.value_index) for t in fetches.tensors],
-                [op._id for op in fetches.targets],
+                fetches.fetch_ids,
+                fetches.target_ids,
                 pool,
                 timeout,
                 trace,
@@ -511,8 +516,20 @@ class Session:
         >>> print(b_value, type(b_value).__name__, a_dict["a"])
         5.0 float32 5.0
         """
-        prepared = _Fetches(self._graph, fetches)
-        return self._run(prepared, self._feeds(feed_dict), options, run_metadata)
+        return self._run(self._fetches(fetches), self._feeds(feed_dict), options, run_metadata)
+
+    def _fetches(self, fetches: Any) -> _Fetches:
+        # A single tensor, op or name (the common case) is resolved once per session: the graph
+        # only grows, so what a name resolves to never changes.
+        if not isinstance(fetches, (Tensor, Operation, str)):
+            return _Fetches(self._graph, fetches)
+        prepared = self._fetch_cache.get(fetches)
+        if prepared is None:
+            prepared = _Fetches(self._graph, fetches)
+            if len(self._fetch_cache) >= _FETCH_CACHE_SIZE:
+                self._fetch_cache.clear()
+            self._fetch_cache[fetches] = prepared
+        return prepared
 
     def make_callable(
         self,
@@ -541,18 +558,23 @@ class Session:
             raise TypeError(
                 f"Argument `feed_list` must be a list or tuple. Received: feed_list={feed_list}"
             )
-        keys = [self._feed_key(key, "feed_list") for key in feed_list or ()]
+        targets = [self._feed_key(key, "feed_list") for key in feed_list or ()]
+        # A tensor listed twice: as with a dict, the last value wins (the slow path below).
+        distinct = len({id(t) for t in targets}) == len(targets)
 
         def call(
             *args: Any,
             options: RunOptions | None = None,
             run_metadata: RunMetadata | None = None,
         ) -> Any:
-            if len(args) != len(keys):
-                raise ValueError(f"expected {len(keys)} feed values, got {len(args)}")
+            if len(args) != len(targets):
+                raise ValueError(f"expected {len(targets)} feed values, got {len(args)}")
             if not accept_options and (options is not None or run_metadata is not None):
                 raise TypeError("this callable was made with accept_options=False")
-            feeds = self._feeds(dict(zip(keys, args, strict=True)))
+            if distinct:
+                feeds = [self._feed_value(t, v) for t, v in zip(targets, args, strict=True)]
+            else:
+                feeds = self._feeds(dict(zip(targets, args, strict=True)))
             return self._run(prepared, feeds, options, run_metadata)
 
         return call

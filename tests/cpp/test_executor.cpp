@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <set>
 #include <thread>
 
 #include "opweave/executor/executor.h"
@@ -420,6 +421,155 @@ OPWEAVE_TEST(a_traced_run_names_its_threads_and_records_shapes_and_chunks) {
   req.observer = nullptr;
   ex.run(req);
   OPWEAVE_CHECK(stats.take().empty());
+}
+
+OPWEAVE_TEST(an_intermediate_is_freed_once_its_last_reader_has_run) {
+  // a -> (r1, r2) -> check: when check runs, both readers of a are done, so a's buffer is gone.
+  static std::weak_ptr<void> a_buffer;
+  static bool freed_when_checked = false;
+  register_test_kernels();
+  register_kernel("TMake", {[](const NodeDef&) -> Kernel {
+                              return [](KernelContext& ctx) {
+                                ctx.outputs[0] = scalar(1);
+                                a_buffer = ctx.outputs[0].owner();
+                              };
+                            },
+                            CostHint::kCheap});
+  register_kernel("TCheckFreed", {[](const NodeDef&) -> Kernel {
+                                    return [](KernelContext& ctx) {
+                                      freed_when_checked = a_buffer.expired();
+                                      ctx.outputs[0] = scalar(0);
+                                    };
+                                  },
+                                  CostHint::kCheap});
+  auto g = std::make_shared<Graph>();
+  const int a = add(*g, "a", "TMake", {});
+  const int r1 = add(*g, "r1", "TAdd", {{a, 0}});
+  const int r2 = add(*g, "r2", "TAdd", {{a, 0}, {a, 0}});
+  const int check = add(*g, "check", "TCheckFreed", {{r1, 0}, {r2, 0}});
+  Executor ex(g);
+  ThreadPool pool(PoolOptions{2, "test-inter", 0, Affinity::kNone});
+  for (ThreadPool* inter : {static_cast<ThreadPool*>(nullptr), &pool}) {
+    RunRequest req;
+    req.inter_pool = inter;
+    req.fetches = {{check, 0}};
+    freed_when_checked = false;
+    ex.run(req);
+    OPWEAVE_CHECK(freed_when_checked);
+  }
+}
+
+OPWEAVE_TEST(caller_thread_mode_meets_the_deadline_in_a_chain_of_cheap_nodes) {
+  // Cheap nodes are not followed by a clock read each; the deadline must still stop the run.
+  register_kernel("TBusy1ms", {[](const NodeDef&) -> Kernel {
+                                 return [](KernelContext& ctx) {
+                                   g_sleeps.fetch_add(1);
+                                   const auto until = std::chrono::steady_clock::now() +
+                                                      std::chrono::milliseconds(1);
+                                   while (std::chrono::steady_clock::now() < until) {
+                                   }
+                                   ctx.outputs[0] = scalar(0);
+                                 };
+                               },
+                               CostHint::kCheap});
+  auto g = std::make_shared<Graph>();
+  int prev = add(*g, "b0", "TBusy1ms", {});
+  for (int i = 1; i < 300; ++i) prev = add(*g, "b" + std::to_string(i), "TBusy1ms", {{prev, 0}});
+  Executor ex(g);
+  RunRequest req;
+  req.timeout_ms = 20;
+  req.fetches = {{prev, 0}};
+  g_sleeps = 0;
+  bool deadline = false;
+  try {
+    ex.run(req);
+  } catch (const RunFailure& e) {
+    deadline = e.code() == ErrorCode::kDeadlineExceeded;
+  }
+  OPWEAVE_CHECK(deadline);
+  OPWEAVE_CHECK(g_sleeps.load() < 150);  // ~20 ran before the deadline, plus at most 16
+}
+
+OPWEAVE_TEST(a_node_with_many_cheap_successors_runs_them_all) {
+  // More ready nodes than the executor keeps on its stack without allocating.
+  register_test_kernels();
+  ThreadPool pool(PoolOptions{2, "test-inter", 0, Affinity::kNone});
+  for (ThreadPool* inter : {static_cast<ThreadPool*>(nullptr), &pool}) {
+    auto g = std::make_shared<Graph>();
+    const int root = add(*g, "root", "Const", {}, {{"value", AttrValue{scalar(1)}}});
+    std::vector<TensorId> leaves;
+    for (int i = 0; i < 40; ++i) {
+      leaves.push_back({add(*g, "leaf" + std::to_string(i), "Identity", {{root, 0}}), 0});
+    }
+    const int sum = add(*g, "sum", "TAdd", leaves);
+    Executor ex(g);
+    RunRequest req;
+    req.inter_pool = inter;
+    req.fetches = {{sum, 0}};
+    OPWEAVE_CHECK_EQ(value(ex.run(req)[0]), 40);
+  }
+}
+
+OPWEAVE_TEST(independent_chains_of_cheap_nodes_are_shared_with_idle_workers) {
+  // Cheap roots start on one worker; the others are idle, so it hands them ready chains.
+  register_kernel("TBusy2ms", {[](const NodeDef&) -> Kernel {
+                                 return [](KernelContext& ctx) {
+                                   g_sleeps.fetch_add(1);
+                                   const auto until = std::chrono::steady_clock::now() +
+                                                      std::chrono::milliseconds(2);
+                                   while (std::chrono::steady_clock::now() < until) {
+                                   }
+                                   ctx.outputs[0] = scalar(0);
+                                 };
+                               },
+                               CostHint::kCheap});
+  auto g = std::make_shared<Graph>();
+  std::vector<TensorId> ends;
+  for (int c = 0; c < 8; ++c) {
+    int prev = add(*g, "c" + std::to_string(c) + "_0", "TBusy2ms", {});
+    for (int i = 1; i < 10; ++i) {
+      prev = add(*g, "c" + std::to_string(c) + "_" + std::to_string(i), "TBusy2ms", {{prev, 0}});
+    }
+    ends.push_back({prev, 0});
+  }
+  Executor ex(g);
+  ThreadPool pool(PoolOptions{2, "test-inter", 0, Affinity::kNone});
+  StepStatsCollector stats;
+  RunRequest req;
+  req.inter_pool = &pool;
+  req.observer = &stats;
+  req.fetches = ends;
+  g_sleeps = 0;
+  ex.run(req);
+  OPWEAVE_CHECK_EQ(g_sleeps.load(), 80);  // every node once
+  std::set<long> threads;
+  for (const NodeExecStats& s : stats.take()) threads.insert(s.thread_id);
+  OPWEAVE_CHECK_EQ(threads.size(), std::size_t{2});
+}
+
+OPWEAVE_TEST(a_cheap_node_that_becomes_expensive_is_noticed_within_a_few_runs) {
+  static std::atomic<int> delay_us{0};
+  register_kernel("TDelay",
+                  {[](const NodeDef&) -> Kernel {
+                     return [](KernelContext& ctx) {
+                       std::this_thread::sleep_for(std::chrono::microseconds(delay_us.load()));
+                       ctx.outputs[0] = scalar(0);
+                     };
+                   },
+                   CostHint::kMeasure});
+  auto g = std::make_shared<Graph>();
+  const int n = add(*g, "n", "TDelay", {});
+  Executor ex(g);
+  RunRequest req;
+  req.fetches = {{n, 0}};
+  auto compiled = ex.compiled({}, req.fetches, {});
+  delay_us = 0;
+  for (int i = 0; i < 100; ++i) ex.run(req);
+  OPWEAVE_CHECK(compiled->node(0).cost_ns.load() < kInlineThresholdNs);
+  delay_us = 5000;
+  // Cheap nodes are timed on one run in 16; one 5 ms sample lifts the average above 20 us.
+  for (int i = 0; i < 17; ++i) ex.run(req);
+  OPWEAVE_CHECK(compiled->node(0).cost_ns.load() >= kInlineThresholdNs);
 }
 
 OPWEAVE_TEST_MAIN()

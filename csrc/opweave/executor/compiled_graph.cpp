@@ -91,6 +91,7 @@ std::shared_ptr<const CompiledGraph> CompiledGraph::compile(const Graph& graph,
     }
     for (int ctl : d.control_inputs) preds[c].insert(compiled_index[static_cast<std::size_t>(ctl)]);
     node.initial_pending = static_cast<int>(preds[c].size());
+    g->pending_template_.push_back(node.initial_pending);
     if (node.initial_pending == 0) g->roots_.push_back(static_cast<int>(c));
     try {
       KernelDef kdef = find_kernel(d.op);
@@ -118,6 +119,16 @@ std::shared_ptr<const CompiledGraph> CompiledGraph::compile(const Graph& graph,
   for (const TensorId& f : fetches) {
     g->fetch_slots_.push_back(slot_of(f));
     ++g->slot_readers_[static_cast<std::size_t>(g->fetch_slots_.back())];
+  }
+  // Fed slots never qualify: their buffers belong to the caller (e.g. a NumPy array).
+  const int num_fed = static_cast<int>(feeds.size());
+  for (const auto& node : g->nodes_) {
+    for (std::size_t i = 0; i < node->input_slots.size() && i < 32; ++i) {
+      const int s = node->input_slots[i];
+      if (s >= num_fed && g->slot_readers_[static_cast<std::size_t>(s)] == 1) {
+        node->sole_reader_inputs |= 1u << i;
+      }
+    }
   }
   return g;
 }

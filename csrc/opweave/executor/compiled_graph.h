@@ -25,6 +25,8 @@ struct CompiledNode {
   int succ_begin = 0;  // successors are successors()[succ_begin, succ_end)
   int succ_end = 0;
   int initial_pending = 0;  // distinct predecessors (data and control) inside the pruned graph
+  // Bit i set (i < 32): this node is the only reader of input i's slot, through input i alone.
+  std::uint32_t sole_reader_inputs = 0;
   CostHint hint = CostHint::kMeasure;
   // Moving-average run time in ns. Relaxed loads/stores: concurrent runs may lose an update, which
   // only nudges a scheduling heuristic and never affects results.
@@ -50,6 +52,23 @@ class CompiledGraph {
   // How many input edges read each slot; a slot is released when its last reader has copied it.
   // Fetched slots get one extra reference nobody drops, so they survive to the end of the run.
   const std::vector<int>& slot_readers() const noexcept { return slot_readers_; }
+  // initial_pending of every node, in one array (the per-run counters start from a copy).
+  const std::vector<int>& pending_template() const noexcept { return pending_template_; }
+  // A number that differs between consecutive runs (0, 1, 2, ...; wraps): runs use it to time
+  // a different sample of their cheap nodes each time. Thread-safe.
+  std::uint32_t next_run_sequence() const noexcept {
+    // Relaxed: only the spread of the values matters, nothing is published through it.
+    return run_sequence_.fetch_add(1, std::memory_order_relaxed);
+  }
+  // Moving average of how long a run on the inter-op pool took, caller's view (0 until one ran).
+  // A racy heuristic like cost_ns: concurrent runs may lose an update. Thread-safe.
+  std::int64_t expected_run_ns() const noexcept {
+    return run_ns_.load(std::memory_order_relaxed);  // relaxed: a heuristic, guards no data
+  }
+  void record_run_ns(std::int64_t ns) const noexcept {
+    const std::int64_t old = run_ns_.load(std::memory_order_relaxed);  // relaxed: as above
+    run_ns_.store(old == 0 ? ns : old + (ns - old) / 8, std::memory_order_relaxed);
+  }
 
  private:
   std::vector<std::unique_ptr<CompiledNode>> nodes_;  // in graph (topological) order
@@ -57,7 +76,10 @@ class CompiledGraph {
   std::vector<int> roots_;
   std::vector<int> fetch_slots_;
   std::vector<int> slot_readers_;
+  std::vector<int> pending_template_;
   int num_slots_ = 0;
+  mutable std::atomic<std::uint32_t> run_sequence_{0};
+  mutable std::atomic<std::int64_t> run_ns_{0};
 };
 
 }  // namespace opweave

@@ -4,21 +4,84 @@
 #include <atomic>
 #include <condition_variable>
 #include <new>
+#include <thread>
+
+#include "opweave/spin.h"
 
 namespace opweave {
 
 namespace {
 
-// How many kernels the calling thread is inside (nested runs from py_functions make it > 1).
+// How many runs' node processing the calling thread is inside (a py_function calling
+// Session.run makes it > 1).
 thread_local int t_node_depth = 0;
 
 using Clock = std::chrono::steady_clock;
 
+// Cheap nodes (by their moving-average cost) are timed on one run in kCostSampleEvery: the two
+// clock reads (~20 ns each) would otherwise cost more than a tiny op itself. Nodes that still look
+// expensive are timed on every run (the clock is nothing next to kInlineThresholdNs), which is how
+// a new node's estimate converges; a cheap node whose inputs grew is caught within that many runs.
+constexpr std::uint32_t kCostSampleEvery = 16;  // a power of two
+// Caller-thread mode checks the clock (deadline, poll) before every node that follows an
+// expensive one, and at least once every this many cheap nodes.
+constexpr int kCheapNodesPerClockCheck = 16;
+// A caller whose run is expected to take at most this long (moving average) spins this long on
+// the done flag before it sleeps: blocking on the condition variable costs a futex sleep and a
+// wake-up, ~10 us or more, which would be most of a small graph's run. Longer runs never spin.
+constexpr std::int64_t kCallerSpinNs = 50'000;
+
 constexpr const char* kClosedMessage = "Run was cancelled: the session was closed";
 
-std::string tensor_id_key(const TensorId& t) {
-  return std::to_string(t.node) + ":" + std::to_string(t.index) + ",";
-}
+// Marks the calling thread as executing nodes (Executor::in_node) while it processes a run's nodes.
+// Between two kernels it only does bookkeeping, which never starts a run.
+struct InNodeScope {
+  InNodeScope() noexcept { ++t_node_depth; }
+  ~InNodeScope() { --t_node_depth; }
+  InNodeScope(const InNodeScope&) = delete;
+  InNodeScope& operator=(const InNodeScope&) = delete;
+};
+
+// The nodes one thread has made ready and will run itself, last in first out. Lives on the
+// thread's stack and allocates only beyond kInline entries (never for chains and narrow graphs).
+class NodeStack {
+ public:
+  bool empty() const noexcept { return size_ == 0; }
+  int size() const noexcept { return size_; }
+  void push(int n) {
+    if (size_ < kInline) {
+      inline_[size_] = n;
+    } else {
+      overflow_.push_back(n);
+    }
+    ++size_;
+  }
+  int pop() noexcept {
+    --size_;
+    if (size_ < kInline) return inline_[size_];
+    const int n = overflow_.back();
+    overflow_.pop_back();
+    return n;
+  }
+  // Removes the `count` oldest entries and returns them, oldest first.
+  std::vector<int> take_oldest(int count) {
+    std::vector<int> all;
+    all.reserve(static_cast<std::size_t>(size_));
+    all.insert(all.end(), inline_, inline_ + std::min(size_, kInline));
+    all.insert(all.end(), overflow_.begin(), overflow_.end());
+    std::vector<int> oldest(all.begin(), all.begin() + count);
+    size_ = 0;
+    overflow_.clear();
+    for (std::size_t i = static_cast<std::size_t>(count); i < all.size(); ++i) push(all[i]);
+    return oldest;
+  }
+
+ private:
+  static constexpr int kInline = 16;
+  int inline_[kInline];
+  int size_ = 0;
+  std::vector<int> overflow_;  // entries kInline and up
+};
 
 // Forwards the parallel_for chunks of one traced node's kernel to the run's observer.
 struct NodeChunks final : ChunkObserver {
@@ -58,18 +121,19 @@ struct Executor::Run {
         req(request),
         inline_mode(run_inline),
         closed(executor_closed),
+        run_sequence(graph.next_run_sequence()),
         pending(new std::atomic<int>[static_cast<std::size_t>(graph.num_nodes())]),
         readers(new std::atomic<int>[static_cast<std::size_t>(graph.num_slots())]),
         slots(static_cast<std::size_t>(graph.num_slots())) {
-    for (int s = 0; s < g.num_slots(); ++s) {
+    const std::vector<int>& slot_readers = g.slot_readers();
+    for (std::size_t s = 0; s < slot_readers.size(); ++s) {
       // Relaxed: published to workers by the pool's queue synchronisation, like `pending`.
-      readers[static_cast<std::size_t>(s)].store(g.slot_readers()[static_cast<std::size_t>(s)],
-                                                 std::memory_order_relaxed);
+      readers[s].store(slot_readers[s], std::memory_order_relaxed);
     }
-    for (int i = 0; i < g.num_nodes(); ++i) {
+    const std::vector<int>& initial = g.pending_template();
+    for (std::size_t i = 0; i < initial.size(); ++i) {
       // Relaxed: the counters are published to workers by the pool's queue synchronisation.
-      pending[static_cast<std::size_t>(i)].store(g.node(i).initial_pending,
-                                                 std::memory_order_relaxed);
+      pending[i].store(initial[i], std::memory_order_relaxed);
     }
     start = Clock::now();
     next_poll = start + req.poll_interval;
@@ -80,12 +144,17 @@ struct Executor::Run {
   const CompiledGraph& g;
   const RunRequest& req;
   const bool inline_mode;
-  const std::atomic<bool>& closed;  // the executor's close() flag
+  const std::atomic<bool>& closed;   // the executor's close() flag
+  const std::uint32_t run_sequence;  // picks which cheap nodes this run times
   std::unique_ptr<std::atomic<int>[]> pending;
-  std::unique_ptr<std::atomic<int>[]> readers;  // input edges still to read each slot
+  // Readers still to finish with each slot. Only slots with more than one reader use it.
+  std::unique_ptr<std::atomic<int>[]> readers;
   std::vector<Tensor> slots;  // each written once by its producer before any reader is ready
   // Nodes ready or running but not finished. Reaching zero ends the run.
   std::atomic<int> outstanding{0};
+  // Tasks of ready nodes handed to idle workers (share_ready) that no worker has started yet.
+  // Relaxed everywhere: a hint for when to share, like parallel_for's.
+  std::atomic<int> unclaimed{0};
   // Set on the first failure/cancellation; later nodes skip their kernels. Relaxed reads are
   // enough: a stale `false` only runs one more node of a run that is failing anyway.
   std::atomic<bool> cancelled{false};
@@ -93,6 +162,9 @@ struct Executor::Run {
   std::mutex mutex;  // guards done and the failure fields (written by any thread, read at the end)
   std::condition_variable cv;
   bool done = false;
+  // Mirrors `done` for a spinning caller. Only a hint: the caller still takes the mutex and reads
+  // `done` before it returns, so relaxed accesses suffice.
+  std::atomic<bool> done_hint{false};
   bool failed = false;
   ErrorCode code = ErrorCode::kUnknown;
   std::string message, node_name, op_type;
@@ -100,6 +172,8 @@ struct Executor::Run {
 
   Clock::time_point start, next_poll, deadline;
   bool has_deadline = false;
+  // Caller-thread mode only (one thread): nodes run since the clock was last checked.
+  int nodes_since_clock = kCheapNodesPerClockCheck;
 
   void fail(ErrorCode c, const std::string& msg, const NodeDef* node, std::exception_ptr e) {
     {
@@ -151,14 +225,17 @@ struct Executor::Run {
          nullptr);
   }
 
-  // Drops a slot's tensor once every reader has its own handle, so intermediates are freed as
-  // the run goes instead of at its end.
+  // Drops a slot's tensor once every reader is done with it, so intermediates are freed as the
+  // run goes instead of at its end. Called after the node's kernel returned (or was skipped).
   void release_inputs(const CompiledNode& node) {
+    const std::vector<int>& slot_readers = g.slot_readers();
     for (int s : node.input_slots) {
-      // acq_rel: every other reader's copy of the slot happens-before the last decrement, so
-      // the thread that clears it cannot race with a reader still copying.
-      if (readers[static_cast<std::size_t>(s)].fetch_sub(1, std::memory_order_acq_rel) == 1) {
-        slots[static_cast<std::size_t>(s)] = Tensor();
+      const auto i = static_cast<std::size_t>(s);
+      // A slot with a single reader is this node's alone: no count to take. acq_rel otherwise:
+      // every other reader's kernel (which read the slot in place) happens-before the last
+      // decrement, so the thread that clears it cannot race with a reader still reading.
+      if (slot_readers[i] == 1 || readers[i].fetch_sub(1, std::memory_order_acq_rel) == 1) {
+        slots[i] = Tensor();
       }
     }
   }
@@ -169,22 +246,26 @@ struct Executor::Run {
       release_inputs(node);
       return;
     }
-    std::vector<Tensor> inputs;
-    inputs.reserve(node.input_slots.size());
-    for (int s : node.input_slots) inputs.push_back(slots[static_cast<std::size_t>(s)]);
-    release_inputs(node);
-    std::vector<Tensor> outputs(static_cast<std::size_t>(node.num_outputs));
-    if (req.observer) req.observer->on_start(n, *node.def, now_nanos());
-    // Only measured nodes pay for the clock reads of the cost estimate.
-    const bool measure = node.hint == CostHint::kMeasure;
+    // Inputs are read in place (a slot is cleared only once its last reader's kernel returned);
+    // outputs go straight to their slots, which no reader looks at before this node finishes.
+    KernelContext ctx{
+        *node.def, InputList(slots.data(), node.input_slots.data(), node.input_slots.size()),
+        OutputList(slots.data() + node.output_slot, static_cast<std::size_t>(node.num_outputs)),
+        req.intra_pool, node.sole_reader_inputs};
+    // Before the kernel: it may forward an input's buffer into an output (moving it).
+    if (req.observer) req.observer->on_start(n, *node.def, now_nanos(), ctx.inputs);
+    // A traced node's parallel_for chunks report to the observer; an untraced one (also in a run
+    // nested in a traced py_function) reports nowhere.
+    NodeChunks chunks(req.observer, n);
+    const ScopedChunkObserver chunk_scope(req.observer != nullptr ? &chunks : nullptr);
+    // Only measured nodes pay for the clock reads of the cost estimate, cheap ones on a sample of
+    // runs (kCostSampleEvery).
+    const bool measure =
+        node.hint == CostHint::kMeasure &&
+        (node.cost_ns.load(std::memory_order_relaxed) >= kInlineThresholdNs ||
+         ((static_cast<std::uint32_t>(n) + run_sequence) & (kCostSampleEvery - 1)) == 0);
     const Clock::time_point t0 = measure ? Clock::now() : Clock::time_point();
-    ++t_node_depth;
     try {
-      // A traced node's parallel_for chunks report to the observer; an untraced one (also in a
-      // run nested in a traced py_function) reports nowhere.
-      NodeChunks chunks(req.observer, n);
-      ScopedChunkObserver chunk_scope(req.observer != nullptr ? &chunks : nullptr);
-      KernelContext ctx{*node.def, inputs, outputs, req.intra_pool};
       node.kernel(ctx);
     } catch (const OpError& e) {
       fail(e.code(), e.what(), node.def.get(), std::current_exception());
@@ -196,52 +277,98 @@ struct Executor::Run {
     } catch (...) {
       fail(ErrorCode::kUnknown, "unknown exception", node.def.get(), std::current_exception());
     }
-    --t_node_depth;
     if (measure) {
       const std::int64_t took =
           std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count();
       const std::int64_t old = node.cost_ns.load(std::memory_order_relaxed);
       node.cost_ns.store(old + (took - old) / 8, std::memory_order_relaxed);  // EWMA, weight 1/8
     }
-    if (req.observer) req.observer->on_end(n, *node.def, now_nanos(), inputs, outputs);
-    for (int i = 0; i < node.num_outputs; ++i) {
-      slots[static_cast<std::size_t>(node.output_slot + i)] =
-          std::move(outputs[static_cast<std::size_t>(i)]);
-    }
+    if (req.observer) req.observer->on_end(n, *node.def, now_nanos(), ctx.outputs);
+    release_inputs(node);
   }
 
   void schedule(int n) {
     try {
-      req.inter_pool->schedule([this, n] { process({n}); });
+      req.inter_pool->schedule([this, n] {
+        NodeStack stack;
+        stack.push(n);
+        process(stack);
+      });
     } catch (const OpError&) {
-      process({n});  // the pool shut down under us: finish the node here rather than lose it
+      NodeStack stack;  // the pool shut down under us: finish the node here rather than lose it
+      stack.push(n);
+      process(stack);
+    }
+  }
+
+  // Lazy splitting, as parallel_for does it: while inter-op workers are idle (and not already
+  // offered work by this run), a thread holding several ready nodes hands the older half of them
+  // to the pool as one task. A chain never holds two, so it never pays for the check. Returns how
+  // many nodes were added to `outstanding` and then stayed here (the task could not be queued).
+  int share_ready(NodeStack& stack) {
+    if (inline_mode) return 0;
+    // Relaxed: both are hints; a stale value only shares a little early or late.
+    if (req.inter_pool->idle_workers() <= unclaimed.load(std::memory_order_relaxed)) return 0;
+    std::vector<int> oldest = stack.take_oldest(stack.size() / 2);
+    const int count = static_cast<int>(oldest.size());
+    // Counted before another thread can finish them; relaxed as in process().
+    outstanding.fetch_add(count, std::memory_order_relaxed);
+    unclaimed.fetch_add(1, std::memory_order_relaxed);  // a hint, see unclaimed
+    try {
+      req.inter_pool->schedule([this, oldest] {
+        unclaimed.fetch_sub(1, std::memory_order_relaxed);  // a hint, see unclaimed
+        NodeStack shared;
+        for (int n : oldest) shared.push(n);
+        process(shared);
+      });
+      return 0;
+    } catch (...) {
+      // Not queued (the pool shut down, or no memory for the task): run them here after all.
+      unclaimed.fetch_sub(1, std::memory_order_relaxed);  // a hint, see unclaimed
+      for (int n : oldest) stack.push(n);
+      return count;
     }
   }
 
   // Runs `stack` and whatever becomes ready from it: cheap successors inline, one expensive
   // successor as a continuation when nothing cheap is left, the rest pushed to the pool.
-  void process(std::vector<int> stack) {
+  //
+  // `outstanding` counts lazily: it holds the nodes each thread was handed (its `published`
+  // count) plus the nodes handed to the pool, not the exact number still to run. A thread keeps
+  // the nodes it makes ready and runs itself to itself, and gives its count back only once its
+  // stack is empty. While it holds work, its published count (>= 1) keeps the total above zero,
+  // so the total reaches zero only when every thread is done and nothing is queued.
+  void process(NodeStack& stack) {
+    const InNodeScope in_node;
+    int published = stack.size();
+    const std::vector<int>& successors = g.successors();
+    const std::vector<int>& initial_pending = g.pending_template();
     std::vector<int> to_schedule;
     while (!stack.empty()) {
-      const int n = stack.back();
-      stack.pop_back();
-      if (inline_mode) poll_between_nodes();
+      const int n = stack.pop();
+      if (inline_mode && nodes_since_clock >= kCheapNodesPerClockCheck) {
+        nodes_since_clock = 0;
+        poll_between_nodes();
+      }
       execute(n);
+      if (inline_mode)
+        nodes_since_clock = is_cheap(n) ? nodes_since_clock + 1 : kCheapNodesPerClockCheck;
       const CompiledNode& node = g.node(n);
-      int newly_ready = 0;
       int continuation = -1;
       for (int i = node.succ_begin; i < node.succ_end; ++i) {
-        const int s = g.successors()[static_cast<std::size_t>(i)];
-        // acq_rel: the release half publishes this node's output slots to whichever thread sees
-        // the count reach zero; the acquire half (when that is us) makes every predecessor's
-        // outputs visible before the successor reads them (the RMWs form one release sequence).
-        if (pending[static_cast<std::size_t>(s)].fetch_sub(1, std::memory_order_acq_rel) != 1) {
+        const int s = successors[static_cast<std::size_t>(i)];
+        // A successor whose only predecessor is this node is ready now, without touching its
+        // counter. Otherwise acq_rel: the release half publishes this node's output slots to
+        // whichever thread sees the count reach zero; the acquire half (when that is us) makes
+        // every predecessor's outputs visible before the successor reads them (the RMWs form one
+        // release sequence).
+        if (initial_pending[static_cast<std::size_t>(s)] != 1 &&
+            pending[static_cast<std::size_t>(s)].fetch_sub(1, std::memory_order_acq_rel) != 1) {
           continue;
         }
-        ++newly_ready;
         if (req.observer) req.observer->on_ready(s, *g.node(s).def, now_nanos());
         if (inline_mode || is_cheap(s)) {
-          stack.push_back(s);
+          stack.push(s);
         } else if (continuation < 0) {
           continuation = s;
         } else {
@@ -250,27 +377,33 @@ struct Executor::Run {
       }
       if (continuation >= 0) {
         if (stack.empty()) {
-          stack.push_back(continuation);
+          stack.push(continuation);
         } else {
           to_schedule.push_back(continuation);
         }
       }
-      // Relaxed: this add is sequenced before our own decrement below, and a single atomic's
-      // modification order respects that, so the count cannot reach zero while they are pending.
-      outstanding.fetch_add(newly_ready, std::memory_order_relaxed);
-      for (int s : to_schedule) schedule(s);
-      to_schedule.clear();
-      finish_one();  // after this the run may be gone: touch nothing of `this` unless stack holds
-                     // work (then outstanding > 0 still)
+      if (!to_schedule.empty()) {
+        // Relaxed add: it is sequenced before the pushes below (the only way other threads get
+        // to decrement for these nodes), and a single atomic's modification order respects
+        // that, so the count cannot reach zero while they are pending.
+        outstanding.fetch_add(static_cast<int>(to_schedule.size()), std::memory_order_relaxed);
+        for (int s : to_schedule) schedule(s);
+        to_schedule.clear();
+      }
+      if (stack.size() >= 2) published += share_ready(stack);
     }
+    finish(published);  // the run may be gone after this: touch nothing of `this`
   }
 
-  void finish_one() {
+  // Gives back a thread's published count once it has no node of this run left.
+  void finish(int published) {
     // acq_rel: the thread that brings the count to zero must see every other node's writes
-    // (acquire) before it lets the caller read the slots; every decrement releases its own.
-    if (outstanding.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+    // (acquire) before it lets the caller read the slots; every decrement releases the writes of
+    // the thread making it (the RMWs form one release sequence).
+    if (outstanding.fetch_sub(published, std::memory_order_acq_rel) == published) {
       std::lock_guard<std::mutex> lock(mutex);
       done = true;
+      done_hint.store(true, std::memory_order_relaxed);  // relaxed: a hint, see done_hint
       // Notify under the lock: once we unlock, the caller may return and destroy the cv.
       cv.notify_all();
     }
@@ -284,7 +417,9 @@ struct Executor::Run {
       for (int r : roots) req.observer->on_ready(r, *g.node(r).def, now_nanos());
     }
     if (inline_mode) {
-      process(std::vector<int>(roots.rbegin(), roots.rend()));
+      NodeStack stack;
+      for (auto it = roots.rbegin(); it != roots.rend(); ++it) stack.push(*it);
+      process(stack);
       return;
     }
     // The caller only waits (it does not run ops): cheap roots share one task, expensive ones
@@ -298,16 +433,42 @@ struct Executor::Run {
       }
     }
     if (!cheap.empty()) {
+      auto run_cheap = [this, cheap] {
+        NodeStack stack;
+        for (int r : cheap) stack.push(r);
+        process(stack);
+      };
       try {
-        req.inter_pool->schedule([this, cheap] { process(cheap); });
+        req.inter_pool->schedule(run_cheap);
       } catch (const OpError&) {
-        process(cheap);
+        run_cheap();
       }
     }
     wait();
   }
 
+  // Spins on done_hint while the run is expected to be short (kCallerSpinNs). Each round yields
+  // the CPU: when there are more runnable threads than cores, the worker running this run's nodes
+  // may be waiting for exactly this one.
+  void spin_if_short() {
+    if (g.expected_run_ns() > kCallerSpinNs) return;
+    const Clock::time_point until = start + std::chrono::nanoseconds(kCallerSpinNs);
+    while (!done_hint.load(std::memory_order_relaxed)) {  // relaxed: a hint, see done_hint
+      for (int i = 0; i < 16; ++i) cpu_relax();
+      if (done_hint.load(std::memory_order_relaxed)) return;  // relaxed: as above
+      std::this_thread::yield();
+      if (Clock::now() >= until) return;
+    }
+  }
+
   void wait() {
+    spin_if_short();
+    wait_until_done();
+    g.record_run_ns(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count());
+  }
+
+  void wait_until_done() {
     std::unique_lock<std::mutex> lock(mutex);
     while (!done) {
       Clock::time_point wake = Clock::now() + req.poll_interval;
@@ -329,12 +490,14 @@ bool Executor::in_node() noexcept { return t_node_depth > 0; }
 std::shared_ptr<const CompiledGraph> Executor::compiled(const std::vector<TensorId>& feeds,
                                                         const std::vector<TensorId>& fetches,
                                                         const std::vector<int>& targets) {
-  std::string key = "f:";
-  for (const TensorId& t : feeds) key += tensor_id_key(t);
-  key += "|o:";
-  for (const TensorId& t : fetches) key += tensor_id_key(t);
-  key += "|t:";
-  for (int t : targets) key += std::to_string(t) + ",";
+  // The signature as numbers: counts first, so no two signatures share a key.
+  std::vector<int> key;
+  key.reserve(2 + 2 * (feeds.size() + fetches.size()) + targets.size());
+  key.push_back(static_cast<int>(feeds.size()));
+  for (const TensorId& t : feeds) key.insert(key.end(), {t.node, t.index});
+  key.push_back(static_cast<int>(fetches.size()));
+  for (const TensorId& t : fetches) key.insert(key.end(), {t.node, t.index});
+  key.insert(key.end(), targets.begin(), targets.end());
   {
     std::lock_guard<std::mutex> lock(cache_mutex_);
     auto it = cache_.find(key);
@@ -344,7 +507,7 @@ std::shared_ptr<const CompiledGraph> Executor::compiled(const std::vector<Tensor
   // and the first insert wins. Nodes added later never feed existing ones, so entries stay valid.
   auto compiled = CompiledGraph::compile(*graph_, feeds, fetches, targets);
   std::lock_guard<std::mutex> lock(cache_mutex_);
-  return cache_.emplace(key, std::move(compiled)).first->second;
+  return cache_.emplace(std::move(key), std::move(compiled)).first->second;
 }
 
 void Executor::close() noexcept {

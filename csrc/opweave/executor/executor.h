@@ -99,7 +99,7 @@ class Executor {
   std::shared_ptr<const Graph> graph_;
   std::atomic<bool> closed_{false};
   mutable std::mutex cache_mutex_;  // guards cache_: concurrent runs look up and insert
-  std::map<std::string, std::shared_ptr<const CompiledGraph>> cache_;
+  std::map<std::vector<int>, std::shared_ptr<const CompiledGraph>> cache_;
 };
 
 }  // namespace opweave

@@ -6,7 +6,10 @@
 //   }, CostHint::kCheap});
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <functional>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -16,13 +19,81 @@
 
 namespace opweave {
 
-// What a kernel sees during one execution. inputs are read-only handles; the kernel fills every
-// entry of outputs (pre-sized to the node's num_outputs).
+// The input tensors of one node execution, read in place from the run's value slots (no copies,
+// no allocation): inputs[i] is the tensor feeding input i. Valid while the kernel runs; copy a
+// Tensor out of it to keep it longer.
+class InputList {
+ public:
+  class iterator {
+   public:
+    using iterator_category = std::forward_iterator_tag;
+    using value_type = Tensor;
+    using difference_type = std::ptrdiff_t;
+    using pointer = const Tensor*;
+    using reference = const Tensor&;
+    iterator(const Tensor* base, const int* index) : base_(base), index_(index) {}
+    const Tensor& operator*() const { return base_[*index_]; }
+    const Tensor* operator->() const { return &base_[*index_]; }
+    iterator& operator++() {
+      ++index_;
+      return *this;
+    }
+    bool operator==(const iterator& o) const { return index_ == o.index_; }
+    bool operator!=(const iterator& o) const { return index_ != o.index_; }
+
+   private:
+    const Tensor* base_;
+    const int* index_;
+  };
+
+  // Input i is base[index[i]], for i < size.
+  InputList(Tensor* base, const int* index, std::size_t size)
+      : base_(base), index_(index), size_(size) {}
+  std::size_t size() const noexcept { return size_; }
+  bool empty() const noexcept { return size_ == 0; }
+  const Tensor& operator[](std::size_t i) const { return base_[index_[i]]; }
+  iterator begin() const { return {base_, index_}; }
+  iterator end() const { return {base_, index_ + size_}; }
+  // Copies of the handles (sharing the buffers), for APIs that take a vector.
+  std::vector<Tensor> to_vector() const { return std::vector<Tensor>(begin(), end()); }
+
+ private:
+  friend struct KernelContext;
+  Tensor* base_;
+  const int* index_;
+  std::size_t size_;
+};
+
+// The output tensors of one node execution: outputs[i] is where output i goes (empty on entry).
+class OutputList {
+ public:
+  OutputList(Tensor* first, std::size_t size) : first_(first), size_(size) {}
+  std::size_t size() const noexcept { return size_; }
+  Tensor& operator[](std::size_t i) const { return first_[i]; }
+
+ private:
+  Tensor* first_;
+  std::size_t size_;
+};
+
+// What a kernel sees during one execution. The kernel fills every entry of outputs.
 struct KernelContext {
   const NodeDef& node;
-  const std::vector<Tensor>& inputs;
-  std::vector<Tensor>& outputs;
+  InputList inputs;
+  OutputList outputs;
   ThreadPool* intra_pool;  // the pool for parallelism inside this op (null = serial)
+  // Bit i set: this node is the only reader of input i's value (see forwardable_input).
+  std::uint32_t sole_reader_inputs = 0;
+
+  // Input i's tensor when the kernel may write its result into that tensor's buffer and return
+  // it as an output (std::move it into outputs[k]): this node is the only reader of the value and
+  // the handle is the only owner of the buffer (TensorFlow's buffer forwarding). Null otherwise.
+  // Until the kernel moves it, inputs[i] still reads it.
+  Tensor* forwardable_input(std::size_t i) const noexcept {
+    if (i >= 32 || ((sole_reader_inputs >> i) & 1u) == 0) return nullptr;
+    Tensor* t = &inputs.base_[inputs.index_[i]];
+    return t->sole_owner() ? t : nullptr;
+  }
 };
 
 using Kernel = std::function<void(KernelContext&)>;

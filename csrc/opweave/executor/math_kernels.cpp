@@ -7,19 +7,34 @@ namespace opweave {
 
 namespace {
 
+// Element-wise ops write into an input's buffer when the executor may hand it over (an
+// intermediate nothing else reads): no allocation, which is most of a tiny op's cost.
 void register_binary(const std::string& op, BinaryOp kind) {
-  register_kernel(op, {[kind](const NodeDef&) -> Kernel {
-                         return [kind](KernelContext& ctx) {
-                           ctx.outputs[0] =
-                               binary(kind, ctx.inputs[0], ctx.inputs[1], ctx.intra_pool);
-                         };
-                       },
-                       CostHint::kMeasure});
+  register_kernel(
+      op, {[kind](const NodeDef&) -> Kernel {
+             return [kind](KernelContext& ctx) {
+               for (int i = 0; i < 2; ++i) {
+                 Tensor* reuse = ctx.forwardable_input(static_cast<std::size_t>(i));
+                 if (reuse != nullptr &&
+                     binary_in_place(kind, ctx.inputs[0], ctx.inputs[1], i, ctx.intra_pool)) {
+                   ctx.outputs[0] = std::move(*reuse);
+                   return;
+                 }
+               }
+               ctx.outputs[0] = binary(kind, ctx.inputs[0], ctx.inputs[1], ctx.intra_pool);
+             };
+           },
+           CostHint::kMeasure});
 }
 
 void register_unary(const std::string& op, UnaryOp kind) {
   register_kernel(op, {[kind](const NodeDef&) -> Kernel {
                          return [kind](KernelContext& ctx) {
+                           Tensor* reuse = ctx.forwardable_input(0);
+                           if (reuse != nullptr && unary_in_place(kind, *reuse, ctx.intra_pool)) {
+                             ctx.outputs[0] = std::move(*reuse);
+                             return;
+                           }
                            ctx.outputs[0] = unary(kind, ctx.inputs[0], ctx.intra_pool);
                          };
                        },
@@ -71,7 +86,7 @@ void register_math_kernels() {
                              CostHint::kExpensive});
   register_kernel("AddN", {[](const NodeDef&) -> Kernel {
                              return [](KernelContext& ctx) {
-                               ctx.outputs[0] = add_n(ctx.inputs, ctx.intra_pool);
+                               ctx.outputs[0] = add_n(ctx.inputs.to_vector(), ctx.intra_pool);
                              };
                            },
                            CostHint::kMeasure});

@@ -24,12 +24,14 @@ void StepStatsCollector::on_ready(int node, const NodeDef& def, std::int64_t nan
   s.scheduled_nanos = nanos;
 }
 
-void StepStatsCollector::on_start(int node, const NodeDef& def, std::int64_t nanos) {
+void StepStatsCollector::on_start(int node, const NodeDef& def, std::int64_t nanos,
+                                  const InputList& inputs) {
   const long tid = current_thread_id();  // outside the lock: a system call
   std::lock_guard<std::mutex> lock(mutex_);
   NodeExecStats& s = slot(node);
   s.start_nanos = nanos;
   s.thread_id = tid;
+  for (const Tensor& t : inputs) s.input_shapes.push_back(t.shape());
 }
 
 void StepStatsCollector::on_chunk(int node, const ChunkRecord& chunk) noexcept {
@@ -42,13 +44,12 @@ void StepStatsCollector::on_chunk(int node, const ChunkRecord& chunk) noexcept {
 }
 
 void StepStatsCollector::on_end(int node, const NodeDef& def, std::int64_t nanos,
-                                const std::vector<Tensor>& inputs,
-                                const std::vector<Tensor>& outputs) {
+                                const OutputList& outputs) {
   std::lock_guard<std::mutex> lock(mutex_);
   NodeExecStats& s = slot(node);
   s.end_nanos = nanos;
-  for (const Tensor& t : inputs) s.input_shapes.push_back(t.shape());
-  for (const Tensor& t : outputs) {
+  for (std::size_t i = 0; i < outputs.size(); ++i) {
+    const Tensor& t = outputs[i];
     s.output_shapes.push_back(t.defined() ? t.shape() : Shape{});
     s.output_dtypes.push_back(t.dtype());
   }

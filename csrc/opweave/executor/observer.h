@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "opweave/executor/kernel_registry.h"
 #include "opweave/graph/graph.h"
 #include "opweave/tensor.h"
 #include "opweave/trace.h"
@@ -30,13 +31,14 @@ class ExecutionObserver {
   virtual void on_thread(long thread_id, const std::string& name) = 0;
   // The node became ready to run (its inputs exist).
   virtual void on_ready(int node, const NodeDef& def, std::int64_t nanos) = 0;
-  // The kernel starts on the calling thread.
-  virtual void on_start(int node, const NodeDef& def, std::int64_t nanos) = 0;
+  // The kernel starts on the calling thread, with these inputs.
+  virtual void on_start(int node, const NodeDef& def, std::int64_t nanos,
+                        const InputList& inputs) = 0;
   // A parallel_for chunk of the node's kernel finished, on chunk.thread_id.
   virtual void on_chunk(int node, const ChunkRecord& chunk) noexcept = 0;
-  // The kernel returned (or threw: then outputs may be undefined tensors).
+  // The kernel returned with these outputs (or threw: then some may be undefined tensors).
   virtual void on_end(int node, const NodeDef& def, std::int64_t nanos,
-                      const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs) = 0;
+                      const OutputList& outputs) = 0;
 };
 
 struct NodeExecStats {
@@ -58,10 +60,9 @@ class StepStatsCollector : public ExecutionObserver {
  public:
   void on_thread(long thread_id, const std::string& name) override;
   void on_ready(int node, const NodeDef& def, std::int64_t nanos) override;
-  void on_start(int node, const NodeDef& def, std::int64_t nanos) override;
+  void on_start(int node, const NodeDef& def, std::int64_t nanos, const InputList& inputs) override;
   void on_chunk(int node, const ChunkRecord& chunk) noexcept override;
-  void on_end(int node, const NodeDef& def, std::int64_t nanos, const std::vector<Tensor>& inputs,
-              const std::vector<Tensor>& outputs) override;
+  void on_end(int node, const NodeDef& def, std::int64_t nanos, const OutputList& outputs) override;
   // The nodes that ran to the end, in the order they ended.
   std::vector<NodeExecStats> take();
   // Thread id -> role, as reported by on_thread.

@@ -143,8 +143,59 @@ void binary_run(const T* a, std::int64_t sa, const T* b, std::int64_t sb, T* out
   }
 }
 
+// Element stride of an operand read along the flat index of a contiguous output of `numel`
+// elements, when one exists: 1 when it is laid out like the output, 0 when it is one element
+// broadcast to all; -1 otherwise (the strided path handles it).
+inline std::int64_t flat_stride(const Tensor& t, std::int64_t numel) {
+  if (t.numel() == numel && t.is_contiguous()) return 1;
+  return t.numel() == 1 ? 0 : -1;
+}
+
+// out[i] = op(a[i * sa], b[i * sb]) for i < n, with sa, sb in {0, 1}. out may be a or b itself
+// (same index: each element is read before it is written).
+template <BinaryOp Op, typename T>
+void binary_flat(const T* pa, std::int64_t sa, const T* pb, std::int64_t sb, T* po, std::int64_t n,
+                 ThreadPool* pool) {
+  auto flat = [&](std::int64_t begin, std::int64_t end) {
+    binary_run<Op, T>(pa + begin * sa, sa, pb + begin * sb, sb, po + begin, end - begin);
+  };
+  if (n < kElementwiseParallelThreshold) {
+    flat(0, n);
+  } else {
+    parallel_for(pool, 0, n, kElementwiseParallelThreshold / 2, flat, 1.0);
+  }
+}
+
+// Calls fn(std::integral_constant<BinaryOp, op>{}).
+template <typename Fn>
+void with_binary_op(BinaryOp op, Fn&& fn) {
+  switch (op) {
+    case BinaryOp::kAdd:
+      return fn(std::integral_constant<BinaryOp, BinaryOp::kAdd>{});
+    case BinaryOp::kSub:
+      return fn(std::integral_constant<BinaryOp, BinaryOp::kSub>{});
+    case BinaryOp::kMul:
+      return fn(std::integral_constant<BinaryOp, BinaryOp::kMul>{});
+    case BinaryOp::kDiv:
+      return fn(std::integral_constant<BinaryOp, BinaryOp::kDiv>{});
+    case BinaryOp::kMaximum:
+      return fn(std::integral_constant<BinaryOp, BinaryOp::kMaximum>{});
+    case BinaryOp::kMinimum:
+      return fn(std::integral_constant<BinaryOp, BinaryOp::kMinimum>{});
+  }
+}
+
 template <BinaryOp Op, typename T>
 void binary_typed(const Tensor& a, const Tensor& b, const Tensor& out, ThreadPool* pool) {
+  // Both operands flat (the common case, and every tiny op): no stride bookkeeping at all.
+  // Each element is computed by the same expression as on the strided path.
+  const std::int64_t n = out.numel();
+  const std::int64_t fa = flat_stride(a, n);
+  const std::int64_t fb = flat_stride(b, n);
+  if (fa >= 0 && fb >= 0) {
+    binary_flat<Op, T>(a.data<T>(), fa, b.data<T>(), fb, out.data<T>(), n, pool);
+    return;
+  }
   const StridedLoop<2> loop(out.shape(), {kernel_detail::broadcast_strides(a, out.shape()),
                                           kernel_detail::broadcast_strides(b, out.shape())});
   const T* pa = a.data<T>();
@@ -189,9 +240,22 @@ T apply_unary(UnaryOp op, T x) {
 
 template <typename T, typename Fn>
 void unary_loop(const Tensor& x, const Tensor& out, ThreadPool* pool, Fn fn, double cost) {
-  const StridedLoop<1> loop(out.shape(), {x.strides()});
+  const std::int64_t threshold =
+      cost > 1.0 ? kElementwiseParallelThreshold / 8 : kElementwiseParallelThreshold;
   const T* px = x.data<T>();
   T* po = out.data<T>();
+  if (x.is_contiguous()) {  // no stride bookkeeping; the same expression per element
+    auto flat = [&](std::int64_t begin, std::int64_t end) {
+      for (std::int64_t i = begin; i < end; ++i) po[i] = fn(px[i]);
+    };
+    if (x.numel() < threshold) {
+      flat(0, x.numel());
+    } else {
+      parallel_for(pool, 0, x.numel(), threshold / 2, flat, cost);
+    }
+    return;
+  }
+  const StridedLoop<1> loop(out.shape(), {x.strides()});
   auto body = [&](std::int64_t begin, std::int64_t end) {
     loop.run(begin, end,
              [&](std::int64_t o, const std::int64_t* off, const std::int64_t* st, std::int64_t n) {
@@ -204,8 +268,6 @@ void unary_loop(const Tensor& x, const Tensor& out, ThreadPool* pool, Fn fn, dou
                }
              });
   };
-  const std::int64_t threshold =
-      cost > 1.0 ? kElementwiseParallelThreshold / 8 : kElementwiseParallelThreshold;
   if (loop.numel < threshold) {
     body(0, loop.numel);
   } else {
@@ -218,16 +280,27 @@ void unary_loop(const Tensor& x, const Tensor& out, ThreadPool* pool, Fn fn, dou
 template <typename T>
 void unary_runs(const Tensor& x, const Tensor& out, ThreadPool* pool, unary_math::RunFn<T> fn,
                 double cost) {
-  const StridedLoop<1> loop(out.shape(), {x.strides()});
+  const std::int64_t threshold = kElementwiseParallelThreshold / 8;
   const T* px = x.data<T>();
   T* po = out.data<T>();
+  if (x.is_contiguous()) {  // one run per chunk, no stride bookkeeping
+    auto flat = [&](std::int64_t begin, std::int64_t end) {
+      fn(px + begin, 1, po + begin, end - begin);
+    };
+    if (x.numel() < threshold) {
+      flat(0, x.numel());
+    } else {
+      parallel_for(pool, 0, x.numel(), threshold / 2, flat, cost);
+    }
+    return;
+  }
+  const StridedLoop<1> loop(out.shape(), {x.strides()});
   auto body = [&](std::int64_t begin, std::int64_t end) {
     loop.run(begin, end,
              [&](std::int64_t o, const std::int64_t* off, const std::int64_t* st, std::int64_t n) {
                fn(px + off[0], st[0], po + o, n);
              });
   };
-  const std::int64_t threshold = kElementwiseParallelThreshold / 8;
   if (loop.numel < threshold) {
     body(0, loop.numel);
   } else {
@@ -277,43 +350,71 @@ Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b, ThreadPool* pool) {
     throw_invalid_argument(std::string(name) + " does not support bool inputs (shapes " +
                            shape_to_string(a.shape()) + " and " + shape_to_string(b.shape()) + ")");
   }
-  Shape out_shape;
-  try {
-    out_shape = broadcast_shapes(a.shape(), b.shape());
-  } catch (const OpError& e) {
-    throw_invalid_argument(std::string(name) + ": " + e.what());
+  // The result has one operand's shape when the shapes match or the other is one element of no
+  // higher rank (x + 1.0): no broadcasting to work out.
+  const Shape* same = nullptr;
+  if (a.shape() == b.shape() || (b.numel() == 1 && b.ndim() <= a.ndim())) {
+    same = &a.shape();
+  } else if (a.numel() == 1 && a.ndim() <= b.ndim()) {
+    same = &b.shape();
   }
-  Tensor out = Tensor::empty(a.dtype(), out_shape);
+  Shape out_shape;
+  if (same == nullptr) {
+    try {
+      out_shape = broadcast_shapes(a.shape(), b.shape());
+    } catch (const OpError& e) {
+      throw_invalid_argument(std::string(name) + ": " + e.what());
+    }
+  }
+  Tensor out =
+      same ? Tensor::empty(a.dtype(), *same) : Tensor::empty(a.dtype(), std::move(out_shape));
   if (out.numel() == 0) return out;
   dispatch_all(a.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
-    switch (op) {
-      case BinaryOp::kAdd:
-        return binary_typed<BinaryOp::kAdd, T>(a, b, out, pool);
-      case BinaryOp::kSub:
-        return binary_typed<BinaryOp::kSub, T>(a, b, out, pool);
-      case BinaryOp::kMul:
-        return binary_typed<BinaryOp::kMul, T>(a, b, out, pool);
-      case BinaryOp::kDiv:
-        return binary_typed<BinaryOp::kDiv, T>(a, b, out, pool);
-      case BinaryOp::kMaximum:
-        return binary_typed<BinaryOp::kMaximum, T>(a, b, out, pool);
-      case BinaryOp::kMinimum:
-        return binary_typed<BinaryOp::kMinimum, T>(a, b, out, pool);
-    }
+    with_binary_op(op, [&](auto kind) { binary_typed<decltype(kind)::value, T>(a, b, out, pool); });
   });
   return out;
 }
 
-Tensor unary(UnaryOp op, const Tensor& x, ThreadPool* pool) {
-  const char* name = unary_name(op);
-  const bool needs_float = op == UnaryOp::kExp || op == UnaryOp::kTanh || op == UnaryOp::kSigmoid;
-  if ((needs_float && !dtype_is_floating(x.dtype())) || x.dtype() == DType::kBool) {
-    throw_invalid_argument(std::string(name) + " does not support dtype " + dtype_name(x.dtype()) +
-                           " (input shape " + shape_to_string(x.shape()) + ")");
+bool binary_in_place(BinaryOp op, const Tensor& a, const Tensor& b, int into, ThreadPool* pool) {
+  const Tensor& target = into == 0 ? a : b;
+  const Tensor& other = into == 0 ? b : a;
+  // Bool and mixed dtypes: binary() has the rules and the error messages.
+  if (a.dtype() != b.dtype() || a.dtype() == DType::kBool) return false;
+  if (target.numel() == 0 || !target.is_contiguous()) return false;
+  // The result must have the target's shape: the other operand has the same shape, is one
+  // element of no higher rank, or broadcasts to the target's shape (a bias row).
+  if (other.shape() != target.shape() && !(other.numel() == 1 && other.ndim() <= target.ndim())) {
+    if (other.ndim() > target.ndim()) return false;
+    for (int i = 1; i <= other.ndim(); ++i) {
+      const std::int64_t d = other.dim(other.ndim() - i);
+      if (d != 1 && d != target.dim(target.ndim() - i)) return false;
+    }
   }
-  Tensor out = Tensor::empty(x.dtype(), x.shape());
-  if (out.numel() == 0) return out;
+  // The target is contiguous with the result's shape, so each element is read at the index it is
+  // written to, on the flat and on the strided path alike.
+  dispatch_all(a.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    with_binary_op(op,
+                   [&](auto kind) { binary_typed<decltype(kind)::value, T>(a, b, target, pool); });
+  });
+  return true;
+}
+
+namespace {
+
+bool unary_needs_float(UnaryOp op) {
+  return op == UnaryOp::kExp || op == UnaryOp::kTanh || op == UnaryOp::kSigmoid;
+}
+
+bool unary_supports(UnaryOp op, DType dtype) {
+  return dtype != DType::kBool && (!unary_needs_float(op) || dtype_is_floating(dtype));
+}
+
+// out = op(x) for a supported dtype and a non-empty x; out is contiguous with x's shape and may
+// be x itself when x is contiguous (each element is read before it is written).
+void unary_into(UnaryOp op, const Tensor& x, const Tensor& out, ThreadPool* pool) {
+  const bool needs_float = unary_needs_float(op);
   dispatch_all(x.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     // Transcendentals cost ~20-40 cycles an element: worth forking at smaller sizes.
@@ -348,7 +449,25 @@ Tensor unary(UnaryOp op, const Tensor& x, ThreadPool* pool) {
         return unary_loop<T>(x, out, pool, [op](T v) { return apply_unary(op, v); }, cost);
     }
   });
+}
+
+}  // namespace
+
+Tensor unary(UnaryOp op, const Tensor& x, ThreadPool* pool) {
+  if (!unary_supports(op, x.dtype())) {
+    throw_invalid_argument(std::string(unary_name(op)) + " does not support dtype " +
+                           dtype_name(x.dtype()) + " (input shape " + shape_to_string(x.shape()) +
+                           ")");
+  }
+  Tensor out = Tensor::empty(x.dtype(), x.shape());
+  if (out.numel() > 0) unary_into(op, x, out, pool);
   return out;
+}
+
+bool unary_in_place(UnaryOp op, const Tensor& x, ThreadPool* pool) {
+  if (!unary_supports(op, x.dtype()) || x.numel() == 0 || !x.is_contiguous()) return false;
+  unary_into(op, x, x, pool);
+  return true;
 }
 
 Tensor add_n(const std::vector<Tensor>& inputs, ThreadPool* pool) {

@@ -46,6 +46,13 @@ Tensor reduce(ReduceOp op, const Tensor& x, const std::optional<std::vector<int>
 Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b, ThreadPool* pool);
 // kExp/kTanh/kSigmoid need a floating dtype; kNeg/kRelu take any numeric dtype.
 Tensor unary(UnaryOp op, const Tensor& x, ThreadPool* pool);
+// Buffer forwarding (as TensorFlow's forward_input): binary() and unary() computed into an
+// input's own buffer, with the same results. binary_in_place writes op(a, b) into a (into = 0) or
+// b (into = 1). Both return false, touching nothing, unless that input is contiguous and non-empty
+// and the result has exactly its shape and dtype (the other operand broadcasts to it); errors are
+// left to binary()/unary(). The caller must be the only owner of the buffer.
+bool binary_in_place(BinaryOp op, const Tensor& a, const Tensor& b, int into, ThreadPool* pool);
+bool unary_in_place(UnaryOp op, const Tensor& x, ThreadPool* pool);
 // Sum of same-shape, same-dtype tensors.
 Tensor add_n(const std::vector<Tensor>& inputs, ThreadPool* pool);
 // NumPy astype semantics (float -> int truncates; bool -> 0/1; x != 0 -> true).
