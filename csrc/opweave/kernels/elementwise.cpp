@@ -17,6 +17,7 @@ namespace opweave {
 namespace {
 
 using kernel_detail::dispatch_all;
+using kernel_detail::for_elements;
 using kernel_detail::kElementwiseParallelThreshold;
 using kernel_detail::StridedLoop;
 
@@ -159,11 +160,7 @@ void binary_flat(const T* pa, std::int64_t sa, const T* pb, std::int64_t sb, T* 
   auto flat = [&](std::int64_t begin, std::int64_t end) {
     binary_run<Op, T>(pa + begin * sa, sa, pb + begin * sb, sb, po + begin, end - begin);
   };
-  if (n < kElementwiseParallelThreshold) {
-    flat(0, n);
-  } else {
-    parallel_for(pool, 0, n, kElementwiseParallelThreshold / 2, flat, 1.0);
-  }
+  for_elements(pool, n, kElementwiseParallelThreshold, flat, 1.0);
 }
 
 // Calls fn(std::integral_constant<BinaryOp, op>{}).
@@ -207,11 +204,7 @@ void binary_typed(const Tensor& a, const Tensor& b, const Tensor& out, ThreadPoo
                binary_run<Op, T>(pa + off[0], st[0], pb + off[1], st[1], po + o, n);
              });
   };
-  if (loop.numel < kElementwiseParallelThreshold) {
-    body(0, loop.numel);
-  } else {
-    parallel_for(pool, 0, loop.numel, kElementwiseParallelThreshold / 2, body, 1.0);
-  }
+  for_elements(pool, loop.numel, kElementwiseParallelThreshold, body, 1.0);
 }
 
 template <typename T>
@@ -248,11 +241,7 @@ void unary_loop(const Tensor& x, const Tensor& out, ThreadPool* pool, Fn fn, dou
     auto flat = [&](std::int64_t begin, std::int64_t end) {
       for (std::int64_t i = begin; i < end; ++i) po[i] = fn(px[i]);
     };
-    if (x.numel() < threshold) {
-      flat(0, x.numel());
-    } else {
-      parallel_for(pool, 0, x.numel(), threshold / 2, flat, cost);
-    }
+    for_elements(pool, x.numel(), threshold, flat, cost);
     return;
   }
   const StridedLoop<1> loop(out.shape(), {x.strides()});
@@ -268,11 +257,7 @@ void unary_loop(const Tensor& x, const Tensor& out, ThreadPool* pool, Fn fn, dou
                }
              });
   };
-  if (loop.numel < threshold) {
-    body(0, loop.numel);
-  } else {
-    parallel_for(pool, 0, loop.numel, threshold / 2, body, cost);
-  }
+  for_elements(pool, loop.numel, threshold, body, cost);
 }
 
 // unary_loop for the transcendental ops: each contiguous or strided run goes to a loop from the
@@ -287,11 +272,7 @@ void unary_runs(const Tensor& x, const Tensor& out, ThreadPool* pool, unary_math
     auto flat = [&](std::int64_t begin, std::int64_t end) {
       fn(px + begin, 1, po + begin, end - begin);
     };
-    if (x.numel() < threshold) {
-      flat(0, x.numel());
-    } else {
-      parallel_for(pool, 0, x.numel(), threshold / 2, flat, cost);
-    }
+    for_elements(pool, x.numel(), threshold, flat, cost);
     return;
   }
   const StridedLoop<1> loop(out.shape(), {x.strides()});
@@ -301,11 +282,7 @@ void unary_runs(const Tensor& x, const Tensor& out, ThreadPool* pool, unary_math
                fn(px + off[0], st[0], po + o, n);
              });
   };
-  if (loop.numel < threshold) {
-    body(0, loop.numel);
-  } else {
-    parallel_for(pool, 0, loop.numel, threshold / 2, body, cost);
-  }
+  for_elements(pool, loop.numel, threshold, body, cost);
 }
 
 template <typename T>
@@ -505,12 +482,7 @@ Tensor add_n(const std::vector<Tensor>& inputs, ThreadPool* pool) {
             po[i] = BinaryFn<BinaryOp::kAdd, T>::apply(po[i], pk[i]);
         }
       };
-      if (n < kElementwiseParallelThreshold) {
-        body(0, n);
-      } else {
-        parallel_for(pool, 0, n, kElementwiseParallelThreshold / 2, body,
-                     static_cast<double>(dense.size()));
-      }
+      for_elements(pool, n, kElementwiseParallelThreshold, body, static_cast<double>(dense.size()));
     }
   });
   return out;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "opweave/errors.h"
+#include "opweave/parallel_for.h"
 #include "opweave/tensor.h"
 #include "opweave/thread_pool.h"
 
@@ -42,6 +43,20 @@ inline int pool_threads(ThreadPool* pool) { return pool ? pool->num_workers() + 
 // Below this many elements an element-wise op runs on the caller only: forking costs a few
 // microseconds, about what a thread needs to stream 32K elements.
 constexpr std::int64_t kElementwiseParallelThreshold = 32 * 1024;
+
+// Runs body(begin, end) over [0, n): here and in one call below `threshold` elements, else split
+// over the pool in chunks of at least threshold / 2. The small case calls the body directly, not
+// through parallel_for's function reference, so it inlines into the kernel: a one-element op then
+// costs a loop, not a call.
+template <typename Body>
+void for_elements(ThreadPool* pool, std::int64_t n, std::int64_t threshold, const Body& body,
+                  double cost_per_element) {
+  if (n < threshold) {
+    body(std::int64_t{0}, n);
+  } else {
+    parallel_for(pool, 0, n, threshold / 2, body, cost_per_element);
+  }
+}
 
 // "op: axis 3 is out of range for a tensor of rank 2" etc.; returns a non-negative axis.
 inline int normalize_axis(const char* op, int axis, int rank) {
