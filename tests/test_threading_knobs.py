@@ -200,3 +200,109 @@ def test_python_m_opweave_info_prints_parallel_info() -> None:
     for key in ("intra-op parallelism", "inter-op parallelism", "spin before", "worker affinity"):
         assert key in out.stdout
     assert opweave.__version__ in out.stdout
+
+
+# Pins inter-op 1 / intra-op 2 (one intra-op worker), reads where each worker may run, then
+# resizes both pools, adds a per-session pool and forks, reading again after each step. Prints
+# one JSON object: step -> {"inter": [...], "intra": [...], "session": [...], "info": ...}.
+PLACEMENT_PROBE = """
+import json, os
+import numpy as np
+import opweave
+from opweave import _opweave_core
+
+def allowed(tid):
+    with open(f"/proc/self/task/{tid}/status") as f:
+        for line in f:
+            if line.startswith("Cpus_allowed_list:"):
+                return line.split(":", 1)[1].strip()
+
+def snapshot(session_pool=None):
+    a = np.ones((200, 200))
+    opweave.kernels.matmul(a, a)  # creates the intra-op pool
+    out = {n: [allowed(t) for t in _opweave_core.pool_worker_thread_ids(n)]
+           for n in ("inter", "intra")}
+    out["session"] = [p["cpus"] for p in _opweave_core.describe_pools() if "session" in p["kind"]]
+    out["info"] = opweave.parallel_info()
+    return out
+
+steps = {}
+opweave.set_num_threads(2)
+_opweave_core.set_inter_op_parallelism(1, "test")
+steps["start"] = snapshot()
+opweave.set_num_threads(3)
+steps["intra resized"] = snapshot()
+_opweave_core.set_inter_op_parallelism(2, "test")
+steps["inter resized"] = snapshot()
+opweave.set_num_threads(2)
+_opweave_core.set_inter_op_parallelism(1, "test")
+session = opweave.Session(
+    graph=opweave.Graph(),
+    config=opweave.ConfigProto(use_per_session_threads=True, inter_op_parallelism_threads=1),
+)
+steps["session"] = snapshot()
+del session
+r, w = os.pipe()
+pid = os.fork()
+if pid == 0:
+    os.close(r)
+    os.write(w, json.dumps(snapshot()).encode())
+    os._exit(0)
+os.close(w)
+data = b""
+while chunk := os.read(r, 65536):
+    data += chunk
+os.waitpid(pid, 0)
+steps["forked child"] = json.loads(data)
+print(json.dumps(steps))
+"""
+
+
+def _two_cpus() -> list[int]:
+    return sorted(os.sched_getaffinity(0))[:2]
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two allowed CPUs")
+@pytest.mark.parametrize("mode", ["compact", "scatter"])
+def test_pinned_inter_and_intra_op_workers_do_not_share_a_cpu_while_one_is_free(mode: str) -> None:
+    # As `taskset -c A,B`: the process may run on two CPUs, c0 < c1.
+    c0, c1 = _two_cpus()
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("OPWEAVE_", "OMP_"))}
+    out = subprocess.run(
+        [sys.executable, "-c", PLACEMENT_PROBE],
+        env={**clean, "OPWEAVE_AFFINITY": mode},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+        preexec_fn=lambda: os.sched_setaffinity(0, {c0, c1}),
+    )
+    steps = json.loads(out.stdout.strip().splitlines()[-1])
+    cpu = {0: str(c0), 1: str(c1)}
+    # The rule (docs/threading.md): inter-op workers take the first slots, intra-op workers the
+    # next ones, other pools' after them; compact wraps slot s to CPU s mod 2, scatter spreads
+    # T <= 2 slots evenly (the same here) and wraps beyond.
+    assert steps["start"]["inter"] == [cpu[0]]
+    assert steps["start"]["intra"] == [cpu[1]]
+    assert f"inter-op on CPU {c0}, intra-op on CPU {c1}" in steps["start"]["info"]
+    # intra resized to 2 workers: slots 1, 2 -> c1, then wrap to c0.
+    assert steps["intra resized"]["inter"] == [cpu[0]]
+    assert steps["intra resized"]["intra"] == [cpu[1], cpu[0]]
+    # inter resized to 2: slots 0, 1 for inter; intra's two workers follow (2, 3 -> c0, c1).
+    assert steps["inter resized"]["inter"] == [cpu[0], cpu[1]]
+    assert steps["inter resized"]["intra"] == [cpu[0], cpu[1]]
+    # Back to 1 + 1, and a per-session pool of one worker: slot 2 wraps to c0.
+    assert steps["session"]["inter"] == [cpu[0]]
+    assert steps["session"]["intra"] == [cpu[1]]
+    assert steps["session"]["session"] == [[c0]]
+    assert "session inter-op pool" in steps["session"]["info"]
+    assert f"] on CPU {c0}" in steps["session"]["info"]
+    # A forked child re-creates its pools with the same placement (the session pool is gone).
+    assert steps["forked child"]["inter"] == [cpu[0]]
+    assert steps["forked child"]["intra"] == [cpu[1]]
+
+
+def test_unpinned_pools_report_no_cpus_in_parallel_info() -> None:
+    result = _probe()
+    line = _info_line(result["info"], "worker affinity")
+    assert "on CPU" not in line

@@ -4,6 +4,11 @@
 // pools are, and what opweave had before the work-stealing pool) or on fresh std::threads.
 //
 //   pool_bench [threads] [repeats]
+//   pool_bench tasks <threads> <outside|worker> [n] [ours|peer] [rounds]   # only the many-tasks
+//     case, `rounds` times on one pool (default 1), for profilers: valgrind --tool=callgrind
+//     pool_bench tasks 2 worker 100000; prints the median as
+//     {"tasks": n, "from": ..., "pool": ..., "seconds": s} (and our pool's parks/wakeups/steals on
+//     stderr)
 //   pool_bench idle <workers> [seconds]   # CPU time used while idle after a parallel loop:
 //     {"idle": true, "workers": N, "seconds": s, "process_cpu_ms": x, "worker_cpu_ms": [...],
 //      "parks": p, "spin_time_us": t}
@@ -209,9 +214,40 @@ int idle_cpu(int workers, double seconds) {
   return 0;
 }
 
+// One many_tasks run on one pool, for a profiler (the other cases would drown it).
+int tasks_only(int threads, bool from_worker, int n, bool peer_pool, int rounds) {
+  const int workers = std::max(1, threads - 1);
+  double seconds = 0;
+  if (peer_pool) {
+    MutexQueuePool peer(workers);
+    seconds = median_seconds(rounds, [&] { many_tasks(peer, n, from_worker); });
+  } else {
+    PoolOptions options;
+    options.num_workers = workers;
+    options.name = "bench";
+    ThreadPool pool(options);
+    seconds = median_seconds(rounds, [&] { many_tasks(pool, n, from_worker); });
+    const PoolStats st = pool.stats();
+    std::fprintf(
+        stderr, "parks %llu wakeups %llu steals %llu\n", static_cast<unsigned long long>(st.parks),
+        static_cast<unsigned long long>(st.wakeups), static_cast<unsigned long long>(st.steals));
+  }
+  std::printf("{\"tasks\": %d, \"from\": \"%s\", \"pool\": \"%s\", \"seconds\": %.6g}\n", n,
+              from_worker ? "worker" : "outside", peer_pool ? "peer" : "ours", seconds);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::string(argv[1]) == "tasks") {
+    const int threads = argc > 2 ? std::atoi(argv[2]) : 2;
+    const bool from_worker = argc > 3 && std::string(argv[3]) == "worker";
+    const int n = argc > 4 ? std::atoi(argv[4]) : 1000000;
+    const bool peer = argc > 5 && std::string(argv[5]) == "peer";
+    const int rounds = argc > 6 ? std::max(1, std::atoi(argv[6])) : 1;
+    return tasks_only(threads, from_worker, n, peer, rounds);
+  }
   if (argc > 1 && std::string(argv[1]) == "idle") {
     const int workers = argc > 2 ? std::atoi(argv[2]) : 1;
     return idle_cpu(workers, argc > 3 ? std::atof(argv[3]) : 2.0);

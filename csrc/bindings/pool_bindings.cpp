@@ -86,6 +86,8 @@ void register_pool(py::module_& m) {
   m.def("reset_pool_stats", [](const std::string& name) { pool_named(name)->reset_stats(); });
   m.def("pool_worker_thread_ids",
         [](const std::string& name) { return pool_named(name)->worker_thread_ids(); });
+  m.def("pool_worker_cpus",
+        [](const std::string& name) { return pool_named(name)->worker_cpus(); });
   m.def("pool_num_workers",
         [](const std::string& name) { return pool_named(name)->num_workers(); });
   // What the pool's workers really run with (runtime_info() reports the rule in effect).

@@ -66,6 +66,7 @@ void register_threads(py::module_& m) {
       entry["workers"] = d.workers;
       entry["source"] = d.source;
       entry["spin_time_us"] = d.spin_time_us;
+      entry["cpus"] = d.cpus;
       out.append(entry);
     }
     return out;

@@ -15,14 +15,32 @@
 //                            (then searching again)     searching-1; if that was the last
 //                                                        searcher and someone waits, wake one
 //
-// Why no wake-up is lost: every transition above is a read-modify-write of the same atomic, so
-// they form one modification order, and acq_rel RMWs synchronize along it. If notify()'s RMW
-// precedes a worker's prepare_wait() RMW, the worker's re-check happens after the task was
-// published and finds it. If it follows, notify() sees the waiter (wakes it) or sees a searcher,
-// whose own later RMW (prepare_wait or end_search) again follows notify() and so re-checks or
-// passes the wake-up on. Why not every thread wakes: notify() wakes nobody while someone is
-// searching, and a woken worker counts as searching at once, so a burst of notify() calls wakes
-// one worker, which wakes the next only when it found work (end_search), and so on.
+// Why no wake-up is lost: every transition of a worker above is a seq_cst read-modify-write of
+// the same atomic, so they form one modification order that is also part of the single total
+// order S of seq_cst operations, and a worker's looks for work after its RMW are seq_cst loads
+// (the deque's bottom_/top_ loads, the injection queues' sizes), so they follow that RMW in S.
+// notify() runs after the task was published (a store to a deque or a queue's size) and starts
+// with a seq_cst fence F, then loads the state. Take any worker RMW P that comes after the value
+// notify() read in the modification order (the load is "coherence-ordered before" P): F precedes
+// P in S ([atomics.order]: fence sequenced before A, A coherence-ordered before the seq_cst B),
+// so F precedes the worker's later looks in S, and a seq_cst load that follows in S a fence
+// sequenced after a store observes that store or a later one: the worker finds the task. Hence:
+// - if notify() read waiters == 0, every worker that is about to sleep has its prepare_wait
+//   after that value, and its re-check finds the task: nothing to do (the fast path, a fence and
+//   a load: no write to the shared line, no RMW, when nobody sleeps -- the common case while the
+//   pool is busy);
+// - if it read searching > 0, that searcher's next RMW (prepare_wait, or end_search) comes after
+//   it: it re-checks and finds the task, or (end_search as the last searcher with waiters)
+//   passes a wake-up on to a waiter, whose consume-the-signal CAS and looks again follow;
+// - otherwise (waiters > 0, nobody searching) notify() wakes one with a CAS: a waiter whose
+//   commit_wait sees the signal, or who is already inside cv_.wait (the mutex orders the two).
+// Why not every thread wakes: notify() wakes nobody while someone is searching, and a woken
+// worker counts as searching at once, so a burst of notify() calls wakes one worker, which wakes
+// the next only when it found work (end_search), and so on.
+//
+// Every RMW of state_ is seq_cst (the same instructions as acq_rel RMWs on x86 and ARMv8);
+// the fence is `lock or` on the stack (x86) or `dmb ish` (ARMv8), cheaper than an RMW of the
+// shared line that every pushing thread would otherwise write.
 //
 // Thread-safe: every method may be called from any thread; the begin/prepare/cancel/commit/end
 // sequence is per worker.
@@ -33,21 +51,29 @@
 #include <cstdint>
 #include <mutex>
 
+#if defined(__SANITIZE_THREAD__)
+#define OPWEAVE_EVENT_COUNT_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define OPWEAVE_EVENT_COUNT_TSAN 1
+#endif
+#endif
+
 namespace opweave {
 
 class EventCount {
  public:
   // Announce that the calling worker starts looking for work (after it ran out of its own).
   void begin_search() noexcept {
-    // acq_rel: the synchronizing RMW that makes later work checks see tasks notify() published.
-    state_.fetch_add(kSearchingOne, std::memory_order_acq_rel);
+    // seq_cst: one of the ordered transitions (see the header comment).
+    state_.fetch_add(kSearchingOne, std::memory_order_seq_cst);
   }
 
   // The calling searcher found work. Returns true when it woke another worker (it was the last
   // searcher and someone sleeps: there may be more work).
   bool end_search() {
-    // acq_rel: orders this transition with notify() (see the header comment).
-    const std::uint64_t prev = state_.fetch_sub(kSearchingOne, std::memory_order_acq_rel);
+    // seq_cst: orders this transition with notify() (see the header comment).
+    const std::uint64_t prev = state_.fetch_sub(kSearchingOne, std::memory_order_seq_cst);
     if (searching(prev) == 1 && waiters(prev) > 0) return notify();
     return false;
   }
@@ -55,8 +81,9 @@ class EventCount {
   // Searching -> about to sleep. The caller must look for work once more, then call
   // cancel_wait() (found some) or commit_wait() (found none).
   void prepare_wait() noexcept {
-    // acq_rel: if a notify() came first, its published task is visible to the re-check.
-    state_.fetch_add(kWaiterOne - kSearchingOne, std::memory_order_acq_rel);
+    // seq_cst: if a notify() read the state before this, the re-check (seq_cst loads) finds its
+    // task (see the header comment).
+    state_.fetch_add(kWaiterOne - kSearchingOne, std::memory_order_seq_cst);
   }
 
   // About to sleep -> searching, without sleeping. Consumes a signal if one is pending (we are
@@ -66,8 +93,8 @@ class EventCount {
     std::uint64_t next;
     do {
       next = signals(s) > 0 ? s - kSignalOne : s - kWaiterOne + kSearchingOne;
-      // acq_rel: this is one of the ordered transitions.
-    } while (!state_.compare_exchange_weak(s, next, std::memory_order_acq_rel,
+      // seq_cst: this is one of the ordered transitions.
+    } while (!state_.compare_exchange_weak(s, next, std::memory_order_seq_cst,
                                            std::memory_order_relaxed));
   }
 
@@ -79,8 +106,9 @@ class EventCount {
     for (;;) {
       std::uint64_t s = state_.load(std::memory_order_relaxed);  // validated by the CAS
       while (signals(s) > 0) {
-        // acq_rel: consuming the signal synchronizes with the notify() that granted it.
-        if (state_.compare_exchange_weak(s, s - kSignalOne, std::memory_order_acq_rel,
+        // seq_cst: consuming the signal is an ordered transition; the looks that follow it
+        // find what was published before the notify() that granted it.
+        if (state_.compare_exchange_weak(s, s - kSignalOne, std::memory_order_seq_cst,
                                          std::memory_order_relaxed)) {
           return slept;
         }
@@ -99,15 +127,24 @@ class EventCount {
 
   // Work was published. Wakes one sleeper only if nobody is searching. Returns true if it woke.
   bool notify() {
-    std::uint64_t s = state_.load(std::memory_order_relaxed);  // validated by the CAS
+    // seq_cst fence, then a plain load: the fast path of the header comment. The fence orders
+    // the caller's publishing store before every worker RMW that comes after the value read.
+#if defined(OPWEAVE_EVENT_COUNT_TSAN)
+    // ThreadSanitizer does not model fences (GCC warns): an RMW that changes nothing orders the
+    // same way, as a write of the shared line (the protocol before the fast path existed).
+    std::uint64_t s = state_.fetch_add(0, std::memory_order_seq_cst);
+#else
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    std::uint64_t s = state_.load(std::memory_order_relaxed);  // ordered by the fence above
+#endif
     std::uint64_t next;
     do {
-      const bool wake = searching(s) == 0 && waiters(s) > 0;
-      next = wake ? s - kWaiterOne + kSignalOne + kSearchingOne : s;
-      // acq_rel even when unchanged: the RMW is what orders us against prepare_wait/end_search.
-    } while (!state_.compare_exchange_weak(s, next, std::memory_order_acq_rel,
+      if (searching(s) > 0 || waiters(s) == 0) return false;  // someone will look, see above
+      next = s - kWaiterOne + kSignalOne + kSearchingOne;
+      // seq_cst: granting a signal is an ordered transition; on failure s is reloaded and the
+      // decision re-made on the newer value.
+    } while (!state_.compare_exchange_weak(s, next, std::memory_order_seq_cst,
                                            std::memory_order_relaxed));
-    if (next == s) return false;
     {
       // Taking the lock orders this wake-up after a waiter's check in commit_wait: it is either
       // before the check (sees the signal) or already inside cv_.wait (gets the notify).

@@ -46,11 +46,11 @@ void register_pool(const std::shared_ptr<ThreadPool>& pool, std::string kind, st
   prune_locked(r);
   for (Entry& e : r.entries) {
     if (e.pool.lock() == pool) {
-      e.description = {std::move(kind), std::move(label), 0, std::move(source), 0};
+      e.description = {std::move(kind), std::move(label), 0, std::move(source), 0, {}};
       return;
     }
   }
-  r.entries.push_back({pool, {std::move(kind), std::move(label), 0, std::move(source), 0}});
+  r.entries.push_back({pool, {std::move(kind), std::move(label), 0, std::move(source), 0, {}}});
 }
 
 std::vector<PoolDescription> describe_pools() {
@@ -63,6 +63,7 @@ std::vector<PoolDescription> describe_pools() {
       PoolDescription d = e.description;
       d.workers = pool->num_workers();
       d.spin_time_us = pool->options().spin_time_us;
+      d.cpus = pool->worker_cpus();
       out.push_back(std::move(d));
     }
   }

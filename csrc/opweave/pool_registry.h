@@ -24,6 +24,7 @@ struct PoolDescription {
   int workers = 0;                // the pool's worker threads right now
   std::string source;             // which rule chose the size, for humans
   std::int64_t spin_time_us = 0;  // how long its idle workers spin before they park
+  std::vector<int> cpus;  // the CPU of each worker when pinned (OPWEAVE_AFFINITY), else empty
 };
 
 // Registers a live pool. Thread-safe. Registering the same pool again replaces its entry.

@@ -167,6 +167,8 @@ ThreadPool* create_locked(GlobalPool& g) {
   options.name = g.name;
   options.spin_time_us = spin_time_locked(nullptr);  // issue 7: explicit, else environment
   options.affinity = affinity_setting(nullptr);
+  // Pinned, the inter-op workers take the first CPUs and the intra-op workers the next ones.
+  options.pin_group = g.intra ? PinGroup::kGlobalIntraOp : PinGroup::kGlobalInterOp;
   auto* pool = new ThreadPool(std::move(options));  // process lifetime; see atfork_child
   // release: a thread that loads the pointer with acquire sees a fully built pool.
   g.pool.store(pool, std::memory_order_release);

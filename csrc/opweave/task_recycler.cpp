@@ -1,6 +1,7 @@
 #include "opweave/task_recycler.h"
 
 #include <atomic>
+#include <cstddef>
 #include <mutex>
 #include <new>
 #include <vector>
@@ -22,9 +23,50 @@ constexpr bool kRecycle = true;
 constexpr bool kRecycle = true;
 #endif
 
+// A block is 64 bytes: this 16-byte prefix, then kTaskBlockSize bytes for the object (16-aligned,
+// as the slab and every block start are). `next` links free blocks; the object never touches the
+// prefix, so `slab` stays valid from the slab's creation until the block is released.
+struct Slab;
 struct Block {
+  Slab* slab;
   Block* next;
 };
+constexpr std::size_t kBlockBytes = 64;
+static_assert(sizeof(Block) + kTaskBlockSize == kBlockBytes, "prefix + payload = one block");
+static_assert(alignof(std::max_align_t) <= sizeof(Block), "the payload keeps max alignment");
+
+// kSlabBlocks blocks from one allocation; the first block's room holds this header: how many of
+// the slab's blocks have not been released (are in use or cached). The last release frees it.
+struct Slab {
+  std::atomic<int> held{kSlabBlocks - 1};
+};
+static_assert(sizeof(Slab) <= kBlockBytes, "the header fits in the first block");
+
+void* payload(Block* b) noexcept { return reinterpret_cast<char*>(b) + sizeof(Block); }
+Block* block_of(void* p) noexcept {
+  return reinterpret_cast<Block*>(static_cast<char*>(p) - sizeof(Block));
+}
+
+// A fresh slab; returns its kSlabBlocks - 1 blocks as a list. Throws std::bad_alloc.
+Block* new_slab() {
+  char* mem = static_cast<char*>(::operator new(kSlabBlocks * kBlockBytes));
+  Slab* slab = new (mem) Slab;
+  Block* list = nullptr;
+  for (int i = kSlabBlocks - 1; i >= 1; --i) {
+    list = new (mem + static_cast<std::size_t>(i) * kBlockBytes) Block{slab, list};
+  }
+  return list;
+}
+
+// `n` blocks of `slab` leave the recycler for good.
+void release(Slab* slab, int n) noexcept {
+  // acq_rel: every thread that used one of the slab's blocks releases its writes; the last one
+  // acquires them all before freeing the memory.
+  if (slab->held.fetch_sub(n, std::memory_order_acq_rel) == n) {
+    slab->~Slab();
+    ::operator delete(static_cast<void*>(slab));
+  }
+}
 
 // Batches of kTaskBatch blocks, linked through Block::next. Leaked on purpose: process-lifetime
 // pools may free tasks during static destruction.
@@ -60,11 +102,17 @@ struct Cache {
     free_list(loaded);
     free_list(spare);
   }
+  // Releases every block of the list; one RMW per run of blocks from the same slab (a batch
+  // freed in the order it was created is mostly such runs).
   static void free_list(Block* b) noexcept {
     while (b != nullptr) {
-      Block* next = b->next;
-      ::operator delete(b);
-      b = next;
+      Slab* slab = b->slab;
+      int n = 0;
+      while (b != nullptr && b->slab == slab) {
+        ++n;
+        b = b->next;  // read before release(): the slab may be freed there
+      }
+      release(slab, n);
     }
   }
   static void to_depot(Block* batch) noexcept {
@@ -83,6 +131,18 @@ struct Cache {
     }
     free_list(batch);
   }
+  bool from_depot() noexcept {
+    Depot& d = depot();
+    // relaxed: a hint; a stale zero only means one fresh slab, the lock decides.
+    if (d.size.load(std::memory_order_relaxed) == 0) return false;
+    std::lock_guard<std::mutex> lock(d.mutex);  // guards batches
+    if (d.batches.empty()) return false;
+    loaded = d.batches.back();
+    d.batches.pop_back();
+    d.size.store(d.batches.size(), std::memory_order_relaxed);  // a hint, see Depot::size
+    count = kTaskBatch;
+    return true;
+  }
   void put(Block* b) noexcept {
     if (count == kTaskBatch) {
       if (spare != nullptr) to_depot(spare);
@@ -94,22 +154,17 @@ struct Cache {
     loaded = b;
     ++count;
   }
-  Block* take() noexcept {
+  // Throws std::bad_alloc (only when a fresh slab is needed).
+  Block* take() {
     if (loaded == nullptr) {
       if (spare != nullptr) {
         loaded = spare;
         spare = nullptr;
-      } else {
-        Depot& d = depot();
-        // relaxed: a hint; a stale zero only means one fresh allocation, the lock decides.
-        if (d.size.load(std::memory_order_relaxed) == 0) return nullptr;
-        std::lock_guard<std::mutex> lock(d.mutex);  // guards batches
-        if (d.batches.empty()) return nullptr;
-        loaded = d.batches.back();
-        d.batches.pop_back();
-        d.size.store(d.batches.size(), std::memory_order_relaxed);  // a hint, see Depot::size
+        count = kTaskBatch;
+      } else if (!from_depot()) {
+        loaded = new_slab();
+        count = kSlabBlocks - 1;
       }
-      count = kTaskBatch;
     }
     Block* b = loaded;
     loaded = b->next;
@@ -136,19 +191,28 @@ void maybe_fail() {
 void* allocate_task_block(std::size_t size) {
   maybe_fail();
   if (!kRecycle || size > kTaskBlockSize) return ::operator new(size);
-  // Always a whole block: another thread may recycle it.
-  if (t_cache_gone) return ::operator new(kTaskBlockSize);
-  if (Block* b = t_cache.take()) return b;
-  return ::operator new(kTaskBlockSize);
+  if (t_cache_gone) {
+    // This thread's cache is destroyed (a task created during thread exit): a slab for one block.
+    Block* list = new_slab();
+    Block* b = list;
+    Cache::free_list(list->next);
+    return payload(b);
+  }
+  return payload(t_cache.take());
 }
 
 void free_task_block(void* block, std::size_t size) noexcept {
   if (block == nullptr) return;
-  if (!kRecycle || size > kTaskBlockSize || t_cache_gone) {
+  if (!kRecycle || size > kTaskBlockSize) {
     ::operator delete(block);
     return;
   }
-  t_cache.put(static_cast<Block*>(block));
+  Block* b = block_of(block);
+  if (t_cache_gone) {
+    release(b->slab, 1);
+    return;
+  }
+  t_cache.put(b);
 }
 
 void fail_task_allocations_for_testing(int n) noexcept {

@@ -11,18 +11,24 @@
 // Tasks are usually created on one thread (a producer) and freed on another (the worker that ran
 // them), so a thread with two full magazines hands one to a global depot (one mutex acquisition
 // per batch), and a thread with none left takes a whole batch from there: the lock is taken once
-// per kTaskBatch tasks, not per task. The depot keeps at most kMaxDepotBatches batches; beyond
-// that, blocks go back to the allocator. Under AddressSanitizer the blocks are plain new/delete, so
-// use-after-free of a task is still caught.
+// per kTaskBatch tasks, not per task. When the depot is empty too (a burst: every task created so
+// far is still queued), a fresh slab of kSlabBlocks blocks comes from the allocator at once and
+// fills the magazine, so a burst of N tasks costs N / (kSlabBlocks - 1) allocations, not N. The
+// depot keeps at most kMaxDepotBatches batches; beyond that, blocks are released to their slab,
+// and a slab goes back to the allocator when all its blocks were released. Under
+// AddressSanitizer the blocks are plain new/delete, so use-after-free of a task is still caught.
 #pragma once
 
 #include <cstddef>
 
 namespace opweave {
 
-inline constexpr std::size_t kTaskBlockSize = 64;  // bytes; larger objects use operator new
+// Usable bytes of a block (each block is 64 bytes: 16 name its slab); larger objects use operator
+// new.
+inline constexpr std::size_t kTaskBlockSize = 48;
 inline constexpr int kTaskBatch = 64;
 inline constexpr int kMaxDepotBatches = 256;
+inline constexpr int kSlabBlocks = 64;  // per allocation; the first holds the slab's header
 
 // A block of at least `size` bytes (alignof(std::max_align_t)). Throws std::bad_alloc, also when
 // a test asked for failures (fail_task_allocations_for_testing). Thread-safe.

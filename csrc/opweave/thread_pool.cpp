@@ -15,6 +15,7 @@
 
 #include "opweave/errors.h"
 #include "opweave/event_count.h"
+#include "opweave/fork_guard.h"
 #include "opweave/spin.h"
 #include "opweave/task_recycler.h"
 #include "opweave/work_stealing_deque.h"
@@ -51,15 +52,20 @@ class FunctionTask final : public Task {
   std::function<void()> fn_;
 };
 
+// Statistics. A worker's own counters have one writer (the worker), which counts with a load and
+// a store instead of a locked RMW (one per task otherwise); counters several threads write
+// (helping callers, retired workers) use fetch_add. Never reset: reset_stats() records a baseline
+// that stats() subtracts, so no store can race with a single writer's read-modify-write.
 struct alignas(64) Counters {
+  explicit Counters(bool shared_writers = false) : shared(shared_writers) {}
   // relaxed everywhere: statistics only, nothing is ordered by them.
   std::atomic<std::uint64_t> tasks_run{0}, steals{0}, parks{0}, wakeups{0}, injected{0};
+  const bool shared;  // several threads write these counters
   void add(std::atomic<std::uint64_t>& c, std::uint64_t n = 1) noexcept {
-    c.fetch_add(n, std::memory_order_relaxed);  // statistics only
-  }
-  void reset() noexcept {
-    for (auto* c : {&tasks_run, &steals, &parks, &wakeups, &injected}) {
-      c->store(0, std::memory_order_relaxed);  // statistics only
+    if (shared) {
+      c.fetch_add(n, std::memory_order_relaxed);  // statistics only
+    } else {
+      c.store(c.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);  // one writer
     }
   }
 };
@@ -67,7 +73,25 @@ struct alignas(64) Counters {
 struct InjectionQueue {
   alignas(64) std::mutex mutex;
   std::deque<Task*> tasks;  // guarded by mutex
+  // tasks.size(), readable without the lock (searchers skip empty queues) and changed only under
+  // it (a load and a store). Searchers load it seq_cst: see event_count.h and pop_injected.
+  std::atomic<std::int64_t> size{0};
+  // Tasks injected from outside the pool into this queue (a statistic, changed under the lock).
+  std::atomic<std::uint64_t> injected{0};
+  void add_size(std::int64_t n) noexcept {
+    // relaxed: written only under the mutex; the seq_cst load of a searcher and the notify()
+    // fence that follows every insertion order it (event_count.h).
+    size.store(size.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+  }
 };
+
+// Which injection queue an outside thread uses: a number per thread, handed out in turn.
+std::atomic<std::size_t> g_next_producer{0};
+std::size_t producer_slot() noexcept {
+  // relaxed: only spreads threads over the queues.
+  thread_local const std::size_t slot = g_next_producer.fetch_add(1, std::memory_order_relaxed);
+  return slot;
+}
 
 struct WorkerContext {
   const ThreadPool::Impl* pool = nullptr;
@@ -86,15 +110,120 @@ void run_and_delete(Task* task) noexcept {
   delete task;
 }
 
-std::vector<int> allowed_cpus() {
+// --- Placement of pinned workers (thread_pool.h, Affinity) ---
+// Every pinned pool registers its workers' kernel thread ids here once they run, and unregisters
+// before it joins them, so no id here belongs to an exited thread (the kernel could reuse it for
+// another thread). Each change re-pins, in one pass over all registered pools, every worker whose
+// CPU changed. The mutex is a leaf: nothing else is locked under it.
+struct PinnedPool {
+  const void* key;  // the pool's Impl
+  PinGroup group;
+  std::uint64_t seq;  // start order of the pool (kept across its resizes)
+  Affinity mode;
+  std::vector<long> tids;
+  std::vector<int> cpus;  // where each worker is pinned now; -1: not (yet)
+};
+
+struct Placement {
+  std::mutex mutex;
+  std::vector<PinnedPool> pools;  // guarded by mutex
+  std::uint64_t next_seq = 1;     // guarded by mutex
+};
+
+// Leaked (pools may shut down during static destruction). Created at load time and its mutex held
+// across fork() (fork_guard.h).
+Placement* const g_placement = [] {
+  auto* p = new Placement;
+  hold_across_fork(&p->mutex);
+  return p;
+}();
+
+// (issue 7) A forked child has none of the parent's workers (its pools are leaked, never shut
+// down): forget them, so they neither take CPU slots nor get ids re-pinned.
+[[maybe_unused]] const int g_placement_atfork =
+    pthread_atfork(nullptr, nullptr, [] { g_placement->pools.clear(); });
+
+// The process's CPUs: the mask of its main thread (a pool worker's own mask is one CPU).
+std::vector<int> process_cpus() {
   std::vector<int> cpus;
   cpu_set_t set;
   CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof(set), &set) != 0) return cpus;
+  if (sched_getaffinity(getpid(), sizeof(set), &set) != 0 &&
+      sched_getaffinity(0, sizeof(set), &set) != 0) {
+    return cpus;
+  }
   for (int c = 0; c < CPU_SETSIZE; ++c) {
     if (CPU_ISSET(c, &set)) cpus.push_back(c);
   }
   return cpus;
+}
+
+// Index into the n allowed CPUs of slot s out of `total` (thread_pool.h, Affinity).
+std::size_t cpu_index(Affinity mode, std::size_t s, std::size_t total, std::size_t n) {
+  if (mode == Affinity::kScatter && total <= n) return s * n / total;
+  return s % n;
+}
+
+// Called with the placement mutex held.
+void repin_locked(Placement& p) {
+  const std::vector<int> cpus = process_cpus();
+  if (cpus.empty()) return;
+  std::vector<PinnedPool*> order;
+  std::size_t total = 0;
+  for (PinnedPool& e : p.pools) {
+    order.push_back(&e);
+    total += e.tids.size();
+  }
+  std::sort(order.begin(), order.end(), [](const PinnedPool* a, const PinnedPool* b) {
+    return std::pair{a->group, a->seq} < std::pair{b->group, b->seq};
+  });
+  std::size_t slot = 0;
+  for (PinnedPool* e : order) {
+    for (std::size_t i = 0; i < e->tids.size(); ++i, ++slot) {
+      const int cpu = cpus[cpu_index(e->mode, slot, total, cpus.size())];
+      if (e->cpus[i] == cpu) continue;
+      cpu_set_t set;
+      CPU_ZERO(&set);
+      CPU_SET(cpu, &set);
+      // By thread id: the thread is alive (see above), and no pthread handle is needed.
+      if (sched_setaffinity(static_cast<pid_t>(e->tids[i]), sizeof(set), &set) == 0) {
+        e->cpus[i] = cpu;
+      }
+    }
+  }
+}
+
+// Registers (or re-registers after a resize) a pool's running workers and re-pins all pools.
+// Returns the pool's start-order number (`seq` if non-zero, else a new one).
+std::uint64_t pin_workers(const void* key, PinGroup group, std::uint64_t seq, Affinity mode,
+                          std::vector<long> tids) {
+  Placement& p = *g_placement;
+  std::lock_guard<std::mutex> lock(p.mutex);  // guards pools and next_seq
+  if (seq == 0) seq = p.next_seq++;
+  const std::size_t n = tids.size();
+  p.pools.push_back(PinnedPool{key, group, seq, mode, std::move(tids), std::vector<int>(n, -1)});
+  repin_locked(p);
+  return seq;
+}
+
+// Drops a pool's workers (before they are joined) and re-pins the others into the freed slots.
+void unpin_workers(const void* key) {
+  Placement& p = *g_placement;
+  std::lock_guard<std::mutex> lock(p.mutex);  // guards pools
+  const auto it = std::find_if(p.pools.begin(), p.pools.end(),
+                               [key](const PinnedPool& e) { return e.key == key; });
+  if (it == p.pools.end()) return;
+  p.pools.erase(it);
+  repin_locked(p);
+}
+
+std::vector<int> pinned_cpus(const void* key) {
+  Placement& p = *g_placement;
+  std::lock_guard<std::mutex> lock(p.mutex);  // guards pools
+  for (const PinnedPool& e : p.pools) {
+    if (e.key == key) return e.cpus;
+  }
+  return {};
 }
 
 }  // namespace
@@ -111,16 +240,18 @@ struct ThreadPool::Impl {
 
   PoolOptions options;
   std::uint64_t fork_generation = current_fork_generation();  // (issue 7) see ~ThreadPool
+  std::uint64_t pin_seq = 0;  // start order among pinned pools (Placement); under lifecycle
+                              // or construction
   std::vector<std::unique_ptr<Worker>> workers;  // fixed between start() and join_all()
   std::vector<InjectionQueue> injection{static_cast<std::size_t>(kMaxInjectionQueues)};
   int num_injection = 1;
-  // Tasks sitting in injection queues: lets searchers skip the locks when all are empty.
-  std::atomic<std::int64_t> injected_pending{0};
   std::atomic<int> live_workers{0};
   std::atomic<bool> stopping{false};
   EventCount event_count;
-  Counters outside_counters;   // work done by helping threads that are not workers
-  Counters retired_counters;   // totals of workers retired by resize(); under workers_mutex
+  Counters outside_counters{/*shared_writers=*/true};  // helping threads that are not workers
+  Counters retired_counters{/*shared_writers=*/true};  // workers retired by resize(); under
+                                                       // workers_mutex
+  PoolStats stats_baseline;    // what reset_stats() saw; under workers_mutex
   std::mutex lifecycle_mutex;  // serializes shutdown() and resize()
   // Guards replacing `workers` (start) against the readers that are not uses: stats(),
   // reset_stats(), worker_thread_ids(). Hot paths never take it (see the use gate).
@@ -138,6 +269,10 @@ struct ThreadPool::Impl {
   std::condition_variable gate_cv;
 
   bool is_own_worker() const noexcept { return t_worker.pool == this; }
+
+  // Sums of every counter since the pool was made (stats() subtracts the baseline). Called with
+  // workers_mutex held.
+  PoolStats totals() const;
 
   bool held_by_this_thread() const noexcept {
     for (const ThreadPool::Use* u = t_use_top; u != nullptr; u = u->prev_) {
@@ -222,76 +357,93 @@ struct ThreadPool::Impl {
       }
       workers.swap(fresh);
     }
-    const std::vector<int> cpus = allowed_cpus();
     for (int i = 0; i < n; ++i) {
       workers[static_cast<std::size_t>(i)]->thread = std::thread([this, i] { worker_main(i); });
-      pin(i, cpus);
     }
     // Wait until every worker registered its tid (worker_thread_ids() is then complete).
+    std::vector<long> tids;
     for (auto& w : workers) {
+      long tid = 0;
       // acquire: pairs with the worker's release store of its tid.
-      while (w->tid.load(std::memory_order_acquire) == 0) std::this_thread::yield();
+      while ((tid = w->tid.load(std::memory_order_acquire)) == 0) std::this_thread::yield();
+      tids.push_back(tid);
+    }
+    if (options.affinity != Affinity::kNone) {
+      pin_seq = pin_workers(this, options.pin_group, pin_seq, options.affinity, std::move(tids));
     }
     live_workers.store(n, std::memory_order_release);  // readers only need the count
   }
 
-  void pin(int i, const std::vector<int>& cpus) {
-    if (options.affinity == Affinity::kNone || cpus.empty()) return;
-    const std::size_t n = cpus.size();
-    const std::size_t w = std::max<std::size_t>(1, workers.size());
-    const std::size_t slot = options.affinity == Affinity::kCompact
-                                 ? static_cast<std::size_t>(i) % n
-                                 : (static_cast<std::size_t>(i) * n / w) % n;
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(cpus[slot], &set);
-    pthread_setaffinity_np(workers[static_cast<std::size_t>(i)]->thread.native_handle(),
-                           sizeof(set), &set);
-  }
-
-  // Returns false when the pool is stopping and the task may be rejected.
+  // Returns false when the pool is stopping and the task may be rejected. Throws std::bad_alloc
+  // (growing an injection queue); nothing was queued then.
   bool push(Task* task) {
-    const bool must = task->must_run();
     if (t_worker.pool == this) {
       Worker& self = *workers[static_cast<std::size_t>(t_worker.index)];
-      if (self.deque.push(task)) {
-        event_count.notify();
-        return true;
+      if (!self.deque.push(task)) {
+        spill(self);  // may throw; then nothing changed
+        if (!self.deque.push(task)) return inject(task, /*from_outside=*/false, true);
       }
-      return inject(task, /*from_outside=*/false, /*allow_stopping=*/true);
+      event_count.notify();  // after the push: see event_count.h
+      return true;
     }
-    return inject(task, /*from_outside=*/true, must);
+    return inject(task, /*from_outside=*/true, /*allow_stopping=*/task->must_run());
+  }
+
+  // The calling worker's deque is full: moves its older half to an injection queue under one
+  // lock, so that a worker scheduling a long stream of tasks pays one lock per half deque, not
+  // one per task. Throws std::bad_alloc (growing the queue); the deque is then unchanged in
+  // content (the batch is pushed back).
+  void spill(Worker& self) {
+    static constexpr std::size_t kSpill = kDequeCapacity / 2;
+    Task* batch[kSpill];
+    const std::size_t n = self.deque.take_oldest(batch, kSpill);
+    if (n == 0) return;  // thieves emptied it meanwhile
+    InjectionQueue& queue = injection[static_cast<std::size_t>(t_worker.index % num_injection)];
+    try {
+      std::lock_guard<std::mutex> lock(queue.mutex);  // guards queue.tasks
+      // Insertion of pointers at the end of a std::deque has no effect when it throws.
+      queue.tasks.insert(queue.tasks.end(), batch, batch + n);
+      queue.add_size(static_cast<std::int64_t>(n));
+    } catch (...) {
+      // Only this worker pushes to its deque, and it just took n out: they all fit back.
+      for (std::size_t i = 0; i < n; ++i) (void)self.deque.push(batch[i]);
+      throw;
+    }
+    event_count.notify();  // after the insertion: see event_count.h
   }
 
   bool inject(Task* task, bool from_outside, bool allow_stopping) {
-    // Outside threads spread over the queues by thread; workers use queue 0 on overflow.
-    const std::size_t q = from_outside ? std::hash<std::thread::id>{}(std::this_thread::get_id()) %
-                                             static_cast<std::size_t>(num_injection)
-                                       : 0;
+    // Outside threads spread over the queues by thread; workers use their own on overflow.
+    const std::size_t q = from_outside ? producer_slot() % static_cast<std::size_t>(num_injection)
+                                       : static_cast<std::size_t>(t_worker.index % num_injection);
     InjectionQueue& queue = injection[q];
     {
       // The queue lock also orders this check against shutdown(), which sets `stopping`
       // while holding every queue lock: no task can slip in after shutdown drained them.
       std::lock_guard<std::mutex> lock(queue.mutex);
       if (!allow_stopping && stopping.load(std::memory_order_relaxed)) return false;
-      queue.tasks.push_back(task);
-      // relaxed: the notify() RMW below publishes it to searchers (event_count.h).
-      injected_pending.fetch_add(1, std::memory_order_relaxed);
+      queue.tasks.push_back(task);  // may throw std::bad_alloc: nothing queued
+      queue.add_size(1);
+      if (from_outside) {
+        // relaxed: a statistic, written only under the lock.
+        queue.injected.store(queue.injected.load(std::memory_order_relaxed) + 1,
+                             std::memory_order_relaxed);
+      }
     }
-    if (from_outside) outside_counters.add(outside_counters.injected);
-    event_count.notify();
+    event_count.notify();  // after the insertion: see event_count.h
     return true;
   }
 
   // A worker (self >= 0) also moves a batch (its fair share, at most kInjectBatch) into its own
   // deque, so a stream of outside tasks costs one lock round-trip per batch, not per task.
   Task* pop_injected(int self) {
-    static constexpr std::size_t kInjectBatch = 32;
-    // relaxed: a searcher re-checks after a synchronizing EventCount RMW, see event_count.h.
-    if (injected_pending.load(std::memory_order_relaxed) <= 0) return nullptr;
+    static constexpr std::size_t kInjectBatch = 256;  // a quarter deque: one lock per 256 tasks
     const int start = self >= 0 ? self : 0;
     for (int k = 0; k < num_injection; ++k) {
       InjectionQueue& queue = injection[static_cast<std::size_t>((start + k) % num_injection)];
+      // seq_cst: part of an idle worker's last look before it sleeps, which must follow its
+      // EventCount RMW in the single total order (event_count.h). A plain load on x86/ARMv8.
+      if (queue.size.load(std::memory_order_seq_cst) <= 0) continue;
       std::size_t moved = 0;
       Task* first = nullptr;
       {
@@ -308,8 +460,7 @@ struct ThreadPool::Impl {
             ++moved;
           }
         }
-        // relaxed: a hint, see above.
-        injected_pending.fetch_sub(static_cast<std::int64_t>(1 + moved), std::memory_order_relaxed);
+        queue.add_size(-static_cast<std::int64_t>(1 + moved));
       }
       if (moved > 0) event_count.notify();  // others may steal the batch
       return first;
@@ -462,6 +613,7 @@ struct ThreadPool::Impl {
   }
 
   std::size_t shutdown_locked(bool run_pending) {
+    unpin_workers(this);  // before the join: see Placement
     {
       // Every queue lock held: no injection can be in flight while `stopping` flips.
       std::vector<std::unique_lock<std::mutex>> locks;
@@ -618,7 +770,9 @@ std::vector<long> ThreadPool::worker_thread_ids() const {
   return ids;
 }
 
-PoolStats ThreadPool::stats() const {
+std::vector<int> ThreadPool::worker_cpus() const { return pinned_cpus(impl_.get()); }
+
+PoolStats ThreadPool::Impl::totals() const {
   PoolStats s;
   auto add = [&s](const Counters& c) {
     // relaxed: statistics only.
@@ -628,18 +782,30 @@ PoolStats ThreadPool::stats() const {
     s.wakeups += c.wakeups.load(std::memory_order_relaxed);
     s.injected += c.injected.load(std::memory_order_relaxed);
   };
-  std::lock_guard<std::mutex> lock(impl_->workers_mutex);  // start() may be replacing them
-  for (const auto& w : impl_->workers) add(w->counters);
-  add(impl_->outside_counters);
-  add(impl_->retired_counters);
+  for (const auto& w : workers) add(w->counters);
+  add(outside_counters);
+  add(retired_counters);
+  for (const InjectionQueue& q : injection) {
+    s.injected += q.injected.load(std::memory_order_relaxed);  // relaxed: a statistic
+  }
   return s;
+}
+
+PoolStats ThreadPool::stats() const {
+  std::lock_guard<std::mutex> lock(impl_->workers_mutex);  // start() may be replacing them
+  const PoolStats now = impl_->totals();
+  const PoolStats& base = impl_->stats_baseline;
+  // Each total only grows (and reads under one mutex are coherent), so this never wraps; the
+  // clamp only guards the subtraction.
+  auto since = [](std::uint64_t a, std::uint64_t b) { return a > b ? a - b : 0; };
+  return PoolStats{since(now.tasks_run, base.tasks_run), since(now.steals, base.steals),
+                   since(now.parks, base.parks), since(now.wakeups, base.wakeups),
+                   since(now.injected, base.injected)};
 }
 
 void ThreadPool::reset_stats() {
   std::lock_guard<std::mutex> lock(impl_->workers_mutex);  // start() may be replacing them
-  for (auto& w : impl_->workers) w->counters.reset();
-  impl_->outside_counters.reset();
-  impl_->retired_counters.reset();
+  impl_->stats_baseline = impl_->totals();
 }
 
 const PoolOptions& ThreadPool::options() const noexcept { return impl_->options; }

@@ -7,13 +7,14 @@
 // Design (DESIGN.md, "The two pools"):
 // - Each worker owns a bounded WorkStealingDeque (work_stealing_deque.h). A task scheduled by a
 //   worker of this pool goes to the bottom of its own deque (LIFO for itself, stolen FIFO by
-//   others); if the deque is full it goes to an injection queue.
+//   others); when the deque is full, its older half moves to an injection queue in one batch.
 // - Threads outside the pool put tasks into one of a few mutex-protected injection queues
 //   (picked by thread, so unrelated producers rarely share a lock).
 // - An idle worker looks in its own deque, then the injection queues, then steals from a random
 //   victim; it spins for options().spin_time_us, then parks (EventCount two-phase wait,
 //   event_count.h). A new task wakes one sleeper only when no worker is searching already; the
-//   last searcher to find work wakes one more. A parked worker uses no CPU.
+//   last searcher to find work wakes one more. A parked worker uses no CPU. While nobody sleeps,
+//   publishing a task costs a fence and a load, no write to a shared line.
 // - Tasks that throw: the exception is swallowed by the worker (schedule() is fire-and-forget;
 //   parallel_for catches and forwards its own exceptions).
 #pragma once
@@ -23,20 +24,34 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
+
+#include "opweave/task_recycler.h"
 
 namespace opweave {
 
-// Worker pinning. kCompact: worker i on the i-th CPU of the process's affinity mask (neighbours
-// share caches). kScatter: workers spread evenly over the mask. Both follow the CPU numbering of
-// the mask, not a topology map. kNone: the OS decides.
+// Worker pinning, one CPU per worker, across every pinned pool of the process: the workers of
+// all pinned pools form one sequence of slots -- the global inter-op pool's workers first, then
+// the global intra-op pool's, then the other pools' (per-session, named) in the order they were
+// started (PinGroup) -- so that two pools do not share a CPU while the mask has free ones.
+// kCompact: slot s on the (s mod n)-th CPU of the process's affinity mask (n CPUs): consecutive
+// workers on neighbouring CPUs, wrapping around. kScatter: the T slots spread evenly over the
+// mask (slot s on CPU floor(s * n / T) when T <= n, else as compact). Both follow the CPU
+// numbering of the mask, not a topology map. Pools are re-pinned whenever a pinned pool starts,
+// is resized or shuts down. kNone: the OS decides.
 enum class Affinity { kNone, kCompact, kScatter };
+
+// Where a pinned pool's workers go in the sequence of slots (see Affinity).
+enum class PinGroup { kGlobalInterOp = 0, kGlobalIntraOp = 1, kOther = 2 };
 
 struct PoolOptions {
   int num_workers = 1;             // worker threads owned by the pool (>= 0)
   std::string name = "pool";       // workers are named "<name> <index>" for debuggers and traces
   std::int64_t spin_time_us = 50;  // how long an idle worker spins before it parks; 0 = never spin
   Affinity affinity = Affinity::kNone;
+  PinGroup pin_group = PinGroup::kOther;  // only matters when affinity != kNone
 };
 
 struct PoolStats {
@@ -58,6 +73,30 @@ class Task {
   virtual bool must_run() const noexcept { return false; }
 };
 
+namespace detail {
+// schedule(F)'s task: the callable lives in the task itself (a recycled block when it fits), so
+// scheduling a lambda costs no std::function wrapper and no allocation of its own.
+template <typename F>
+class CallableTask final : public Task {
+ public:
+  template <typename G>
+  explicit CallableTask(G&& fn) : fn_(std::forward<G>(fn)) {}
+  void run() override { fn_(); }
+  static void* operator new(std::size_t size) { return allocate_task_block(size); }
+  static void operator delete(void* p, std::size_t size) noexcept { free_task_block(p, size); }
+
+ private:
+  F fn_;
+};
+
+// Callables schedule(F) takes directly: invocable as void(), not a std::function (that has its
+// own overload), and not over-aligned (task blocks have the alignment of std::max_align_t).
+template <typename F, typename D = std::decay_t<F>>
+inline constexpr bool kDirectCallable =
+    std::is_invocable_v<D&> && !std::is_same_v<D, std::function<void()>> &&
+    alignof(D) <= alignof(std::max_align_t);
+}  // namespace detail
+
 class ThreadPool {
  public:
   // Starts options.num_workers threads and returns once each has registered its thread id.
@@ -73,6 +112,14 @@ class ThreadPool {
   // (see Use), which runs the task itself. std::bad_alloc creating or queueing the task
   // propagates; nothing was queued then.
   void schedule(std::function<void()> task);
+  // Same, for a lambda or other callable, stored in the task without a std::function around it.
+  // Same thread-safety, errors and guarantees.
+  //
+  //   pool.schedule([&counter] { counter.fetch_add(1); });
+  template <typename F, typename = std::enable_if_t<detail::kDirectCallable<F>>>
+  void schedule(F&& task) {
+    schedule_task(std::make_unique<detail::CallableTask<std::decay_t<F>>>(std::forward<F>(task)));
+  }
   // Same, for a Task the pool takes ownership of. Thread-safe.
   void schedule_task(std::unique_ptr<Task> task);
   // Runs one queued task on the calling thread if there is one (waiting threads help instead of
@@ -103,6 +150,9 @@ class ThreadPool {
   int current_worker_index() const noexcept;
   // Kernel thread ids (gettid) of the workers, for traces. Thread-safe between resizes.
   std::vector<long> worker_thread_ids() const;
+  // The CPU each worker is pinned to (see Affinity), in worker order; empty when the pool does not
+  // pin. Thread-safe.
+  std::vector<int> worker_cpus() const;
   // Sums of per-worker counters (relaxed reads: exact once the pool is quiet). Thread-safe.
   PoolStats stats() const;
   // Zeroes every counter. Thread-safe (increments racing with it may survive).

@@ -6,6 +6,7 @@
 //   if (!dq.push(t)) inject_elsewhere(t);  // owner only; false when full
 //   Task* mine = dq.pop();                  // owner only; nullptr when empty
 //   Task* theirs = dq.steal();              // any thread; nullptr when empty or lost a race
+//   std::size_t n = dq.take_oldest(out, k);  // owner only: up to k oldest items at once
 //
 // Protocol (Lê, Pop, Cohen, Zappa Nardelli, "Correct and Efficient Work-Stealing for Weak Memory
 // Models", PPoPP 2013), with the buffer fixed in size instead of grown:
@@ -32,11 +33,17 @@
 //          above) and relaxed on failure (nothing read is used). The slot read is relaxed: the
 //          acquire half of the seq_cst bottom_ load already synchronizes with the owner's
 //          release store in push.
+//   take_oldest: the owner steals a batch from its own top: it reads the slots [t, t + n) (its
+//          own writes) and claims them with one CAS of top_ from t to t + n. A thief racing for
+//          index t either wins its CAS first (the owner's CAS fails and it retries with the new
+//          top) or fails its own, as with any other thief. The owner never pops concurrently
+//          with itself, so the last-item race of pop does not arise.
 //
 // T must be trivially copyable (a pointer in practice). Thread-safety as above: push/pop from the
 // owning thread only, steal/size_estimate from any thread.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -113,11 +120,33 @@ class WorkStealingDeque {
     return item;
   }
 
-  // Any thread; a hint only (may be stale by the time it returns).
+  // Owner only. Moves up to `max` of the oldest items into out[0..n) and returns n (0 when
+  // empty). For an owner whose deque is full: it hands a batch to a shared queue at once.
+  std::size_t take_oldest(T* out, std::size_t max) noexcept {
+    const std::int64_t b = bottom_.load(std::memory_order_relaxed);  // only the owner writes it
+    // seq_cst: top_ is only ever changed by seq_cst CASes (the Dekker order of pop/steal).
+    std::int64_t t = top_.load(std::memory_order_seq_cst);
+    for (;;) {
+      const std::int64_t n = std::min<std::int64_t>(b - t, static_cast<std::int64_t>(max));
+      if (n <= 0) return 0;
+      for (std::int64_t i = 0; i < n; ++i) {
+        out[i] = slots_[(t + i) & mask_].load(std::memory_order_relaxed);  // the owner wrote them
+      }
+      // seq_cst on success, as every top_ CAS (see above); on failure t is reloaded (a thief
+      // took the oldest item) and nothing read is used.
+      if (top_.compare_exchange_strong(t, t + n, std::memory_order_seq_cst,
+                                       std::memory_order_seq_cst)) {
+        return static_cast<std::size_t>(n);
+      }
+    }
+  }
+
+  // Any thread; a hint only (may be stale by the time it returns). seq_cst loads (plain loads on
+  // x86 and ARMv8) so that an idle worker's last look before it sleeps is ordered after its
+  // seq_cst EventCount RMW (event_count.h, "the fast path of notify").
   std::int64_t size_estimate() const noexcept {
-    // relaxed: a heuristic, nothing is read on its strength.
-    const std::int64_t b = bottom_.load(std::memory_order_relaxed);
-    const std::int64_t t = top_.load(std::memory_order_relaxed);
+    const std::int64_t b = bottom_.load(std::memory_order_seq_cst);
+    const std::int64_t t = top_.load(std::memory_order_seq_cst);
     return b > t ? b - t : 0;
   }
 

@@ -9,7 +9,7 @@ are set through the public thread controls only (``opweave.set_num_threads`` & c
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -126,7 +126,8 @@ def parallel_info() -> str:
         f"{quota_text})",
         f"kernel ISA           : {info['isa']}",
         f"spin before parking  : {info['spin_time_us']} us [{info['spin_time_source']}]",
-        f"worker affinity      : {info['affinity']} [{info['affinity_source']}]",
+        f"worker affinity      : {info['affinity']} [{info['affinity_source']}]"
+        + _global_pool_cpus(info),
         "size precedence      : set_num_threads / first Session's ConfigProto > "
         "OPWEAVE_NUM_INTRAOP_THREADS / OPWEAVE_NUM_INTEROP_THREADS > OMP_NUM_THREADS (intra) > "
         "available CPUs",
@@ -135,8 +136,24 @@ def parallel_info() -> str:
     for pool in _core.describe_pools():
         lines.append(
             f"{pool['kind']:<21}: '{pool['label']}' {pool['workers']} workers [{pool['source']}]"
+            + (f" on {_cpus_text(pool['cpus'])}" if pool["cpus"] else "")
         )
     return "\n".join(lines)
+
+
+def _cpus_text(cpus: list[int]) -> str:
+    """'CPU 3' or 'CPUs 0,1' (one per worker, in worker order)."""
+    return f"CPU{'s' if len(cpus) > 1 else ''} {','.join(str(c) for c in cpus)}"
+
+
+def _global_pool_cpus(info: dict[str, Any]) -> str:
+    """Where the existing global pools' workers are pinned, e.g. '; inter-op on CPU 0, ...'."""
+    parts = []
+    for name, key in (("inter-op", "inter_pool_created"), ("intra-op", "intra_pool_created")):
+        cpus = _core.pool_worker_cpus(name[:5]) if info[key] else []
+        if cpus:
+            parts.append(f"{name} on {_cpus_text(cpus)}")
+    return "; " + ", ".join(parts) if parts else ""
 
 
 def parallel_sin_sum(x: npt.ArrayLike, repeats: int = 8) -> float:

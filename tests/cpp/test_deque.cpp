@@ -107,6 +107,75 @@ OPWEAVE_TEST(owner_against_several_thieves_takes_every_item_exactly_once) {
   OPWEAVE_CHECK(stolen_over_all_sizes > 0);  // else this tested the owner alone
 }
 
+OPWEAVE_TEST(take_oldest_moves_the_oldest_items_in_order) {
+  Deque dq(8);
+  for (std::uintptr_t i = 1; i <= 8; ++i) OPWEAVE_CHECK(dq.push(i));
+  std::uintptr_t out[8] = {};
+  OPWEAVE_CHECK_EQ(dq.take_oldest(out, 3), 3u);
+  OPWEAVE_CHECK_EQ(out[0], 1u);
+  OPWEAVE_CHECK_EQ(out[2], 3u);
+  OPWEAVE_CHECK_EQ(dq.steal(), 4u);  // the thieves' end moved past the batch
+  OPWEAVE_CHECK_EQ(dq.pop(), 8u);    // the owner's end did not move
+  OPWEAVE_CHECK_EQ(dq.take_oldest(out, 8), 3u);
+  OPWEAVE_CHECK_EQ(out[0], 5u);
+  OPWEAVE_CHECK_EQ(dq.take_oldest(out, 8), 0u);
+  OPWEAVE_CHECK(dq.push(9));  // slots freed by the batch are reused
+  OPWEAVE_CHECK_EQ(dq.pop(), 9u);
+}
+
+// The pool's overflow path: the owner fills a small deque and, whenever it is full, takes its
+// older half at once (one CAS of top) while thieves steal from the same end; it pops in between
+// too. Every item must be taken exactly once, by a thief, a pop or a batch.
+OPWEAVE_TEST(take_oldest_against_thieves_takes_every_item_exactly_once) {
+  const int num_thieves = 3;
+  long stolen_total = 0, batched_total = 0;
+  for (int trial = 0; trial < 6; ++trial) {
+    const int n = 50000;
+    Deque dq(16);
+    std::vector<std::atomic<int>> taken(static_cast<std::size_t>(n));
+    std::atomic<int> total{0};
+    std::atomic<long> stolen{0};
+    auto take = [&](std::uintptr_t item) {
+      taken[item - 1].fetch_add(1, std::memory_order_relaxed);  // counts; join orders them
+      total.fetch_add(1, std::memory_order_relaxed);
+    };
+    std::vector<std::thread> thieves = start_thieves(num_thieves, [&](int) {
+      while (total.load(std::memory_order_relaxed) < n) {
+        if (std::uintptr_t item = dq.steal()) {
+          take(item);
+          stolen.fetch_add(1, std::memory_order_relaxed);  // a count
+        }
+      }
+    });
+    std::mt19937 rng(7 + static_cast<std::uint32_t>(trial));
+    std::uintptr_t batch[16];
+    for (int i = 1; i <= n; ++i) {
+      while (!dq.push(static_cast<std::uintptr_t>(i))) {
+        const std::size_t got = dq.take_oldest(batch, 1 + rng() % 8);
+        for (std::size_t k = 0; k < got; ++k) take(batch[k]);
+        batched_total += static_cast<long>(got);
+      }
+      if (rng() % 8 == 0) {
+        if (std::uintptr_t item = dq.pop()) take(item);
+      }
+      if (rng() % 16 == 0) {  // small batches while thieves race for the same items
+        const std::size_t got = dq.take_oldest(batch, 1 + rng() % 3);
+        for (std::size_t k = 0; k < got; ++k) take(batch[k]);
+        batched_total += static_cast<long>(got);
+      }
+    }
+    while (std::uintptr_t item = dq.pop()) take(item);
+    for (auto& t : thieves) t.join();
+    int wrong = 0;
+    for (auto& c : taken) wrong += c.load() != 1;
+    OPWEAVE_CHECK_EQ(wrong, 0);
+    OPWEAVE_CHECK_EQ(total.load(), n);
+    stolen_total += stolen.load();
+  }
+  OPWEAVE_CHECK(batched_total > 0);
+  OPWEAVE_CHECK(stolen_total > 0);  // else this tested the owner alone
+}
+
 // What one race_for_the_last_items() trial saw.
 struct RaceResult {
   int items = 0;        // pushed

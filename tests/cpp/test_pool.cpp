@@ -1,3 +1,4 @@
+#include <sched.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -6,10 +7,12 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <memory>
 #include <set>
 #include <sstream>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "opweave/errors.h"
@@ -112,6 +115,64 @@ OPWEAVE_TEST(half_the_workers_blocked_do_not_starve_the_other_half) {
         OPWEAVE_CHECK(wait_until([&] { return others_done.load() == half; }));
         pool.shutdown();
         OPWEAVE_CHECK(!gave_up.load());
+      }
+    }
+  }
+}
+
+// A worker scheduling far more tasks than its deque holds hands the older half of its deque to
+// an injection queue whenever it is full; every task still runs exactly once, on any worker.
+OPWEAVE_TEST(a_worker_scheduling_more_tasks_than_its_deque_holds_runs_each_once) {
+  for (int workers : {1, 2, 4}) {
+    for (int round = 0; round < 3; ++round) {
+      ThreadPool pool(opts(workers));
+      const int n = 20000;  // ~20 deques' worth
+      std::vector<std::atomic<int>> ran(static_cast<std::size_t>(n));
+      pool.schedule([&] {
+        for (int i = 0; i < n; ++i) {
+          pool.schedule([&ran, i] { ran[static_cast<std::size_t>(i)].fetch_add(1); });
+        }
+      });
+      OPWEAVE_CHECK(wait_until([&] {
+        for (auto& r : ran) {
+          if (r.load() == 0) return false;
+        }
+        return true;
+      }));
+      pool.shutdown();
+      int wrong = 0;
+      for (auto& r : ran) wrong += r.load() != 1;
+      OPWEAVE_CHECK_EQ(wrong, 0);
+      OPWEAVE_CHECK_EQ(pool.stats().tasks_run, static_cast<std::uint64_t>(n + 1));
+      OPWEAVE_CHECK_EQ(pool.stats().injected, 1u);  // only the first came from outside
+    }
+  }
+}
+
+// A task pushes work into its own deque (or, past its capacity, spills it into an injection
+// queue) and then blocks until that work has run: only another worker, parked meanwhile, can run
+// it, so every push must wake it -- notify()'s no-RMW fast path must never lose that wake-up.
+// Many rounds, with and without spinning, so the push lands at every point of the other
+// worker's search / prepare_wait / park sequence.
+OPWEAVE_TEST(a_blocked_task_s_pushes_always_wake_a_parked_worker) {
+  for (std::int64_t spin : {0, 2, 50}) {
+    ThreadPool pool(opts(2, spin));
+    for (int round = 0; round < 400; ++round) {
+      const int pushed = round % 5 == 4 ? 1500 : 1 + round % 3;  // 1500: past the deque
+      std::atomic<int> done{0};
+      std::atomic<bool> gave_up{false};
+      std::atomic<bool> finished{false};
+      pool.schedule([&] {
+        for (int i = 0; i < pushed; ++i) pool.schedule([&] { done.fetch_add(1); });
+        if (!wait_until([&] { return done.load() == pushed; }, 20.0)) gave_up.store(true);
+        finished.store(true);
+      });
+      OPWEAVE_CHECK(wait_until([&] { return finished.load(); }));
+      OPWEAVE_CHECK(!gave_up.load());
+      if (gave_up.load()) break;
+      if (round % 7 == 0) {
+        // Let the workers park before the next round (a wake-up from a deep sleep).
+        wait_until([&] { return pool.idle_workers() == 2; }, 1.0);
       }
     }
   }
@@ -347,6 +408,109 @@ OPWEAVE_TEST(pinned_workers_each_run_on_one_cpu) {
       OPWEAVE_CHECK_EQ(CPU_COUNT(&set), 1);
     }
   }
+}
+
+namespace {
+// The CPUs of the process's mask, and the one CPU a thread may run on (-1 if not exactly one).
+std::vector<int> process_cpu_list() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  sched_getaffinity(getpid(), sizeof(set), &set);
+  std::vector<int> cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (CPU_ISSET(c, &set)) cpus.push_back(c);
+  }
+  return cpus;
+}
+int only_cpu_of(long tid) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(static_cast<pid_t>(tid), sizeof(set), &set) != 0) return -2;
+  if (CPU_COUNT(&set) != 1) return -1;
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (CPU_ISSET(c, &set)) return c;
+  }
+  return -1;
+}
+// Where each worker of `pools` (in slot order) really runs, and where the rule puts it.
+std::pair<std::vector<int>, std::vector<int>> placed_and_expected(
+    Affinity mode, const std::vector<ThreadPool*>& pools) {
+  const std::vector<int> cpus = process_cpu_list();
+  std::vector<int> placed;
+  for (ThreadPool* p : pools) {
+    const std::vector<int> recorded = p->worker_cpus();
+    const std::vector<long> tids = p->worker_thread_ids();
+    OPWEAVE_CHECK_EQ(recorded.size(), tids.size());
+    for (std::size_t i = 0; i < tids.size(); ++i) {
+      placed.push_back(only_cpu_of(tids[i]));
+      if (i < recorded.size()) OPWEAVE_CHECK_EQ(recorded[i], placed.back());
+    }
+  }
+  const std::size_t total = placed.size(), n = cpus.size();
+  std::vector<int> expected;
+  for (std::size_t s = 0; s < total; ++s) {
+    expected.push_back(cpus[mode == Affinity::kScatter && total <= n ? s * n / total : s % n]);
+  }
+  return {placed, expected};
+}
+}  // namespace
+
+// Pinned pools share one sequence of CPU slots: global inter-op workers, then global intra-op
+// workers, then the others by start order, whatever order the pools were created in; resizing
+// one re-pins the others, and a pool that shuts down frees its slots.
+OPWEAVE_TEST(pinned_pools_take_consecutive_cpu_slots_across_pools_and_resizes) {
+  for (Affinity mode : {Affinity::kCompact, Affinity::kScatter}) {
+    PoolOptions intra_o = opts(1), inter_o = opts(1), other_o = opts(2);
+    intra_o.affinity = inter_o.affinity = other_o.affinity = mode;
+    intra_o.pin_group = PinGroup::kGlobalIntraOp;
+    inter_o.pin_group = PinGroup::kGlobalInterOp;
+    auto other = std::make_unique<ThreadPool>(other_o);  // started first, placed last
+    ThreadPool intra(intra_o);
+    ThreadPool inter(inter_o);
+    auto check = [&](const std::vector<ThreadPool*>& order) {
+      const auto [placed, expected] = placed_and_expected(mode, order);
+      OPWEAVE_CHECK(placed == expected);
+    };
+    check({&inter, &intra, other.get()});
+    intra.resize(3);
+    check({&inter, &intra, other.get()});
+    inter.resize(2);
+    check({&inter, &intra, other.get()});
+    other->shutdown();
+    check({&inter, &intra});
+    other.reset();
+    intra.resize(1);
+    inter.resize(1);
+    check({&inter, &intra});
+    const std::vector<int> cpus = process_cpu_list();
+    if (cpus.size() >= 2) {
+      // The case of the issue: one inter-op and one intra-op worker never share a CPU.
+      OPWEAVE_CHECK(inter.worker_cpus() != intra.worker_cpus());
+    }
+  }
+}
+
+// Pools start, resize and shut down on several threads at once while others are pinned: the
+// registry never pins a thread that exited and ends up with every live worker on its slot.
+OPWEAVE_TEST(pinning_stays_consistent_under_concurrent_starts_resizes_and_shutdowns) {
+  PoolOptions base = opts(1);
+  base.affinity = Affinity::kCompact;
+  PoolOptions intra_o = base;
+  intra_o.pin_group = PinGroup::kGlobalIntraOp;
+  ThreadPool intra(intra_o);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 3; ++t) {
+    threads.emplace_back([&base, &intra, t] {
+      for (int round = 0; round < 20; ++round) {
+        ThreadPool p(base);
+        p.resize(1 + (round + t) % 3);
+        if (t == 0) intra.resize(1 + round % 2);
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  const auto [placed, expected] = placed_and_expected(Affinity::kCompact, {&intra});
+  OPWEAVE_CHECK(placed == expected);
 }
 
 OPWEAVE_TEST_MAIN()

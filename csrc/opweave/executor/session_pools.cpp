@@ -36,7 +36,11 @@ PoolOptions inter_options(int workers, const std::string& name) {
   PoolOptions o;
   o.num_workers = workers;
   o.name = name;
-  o.spin_time_us = runtime_info().spin_time_us;  // issue 7: the spin time in effect
+  const RuntimeInfo info = runtime_info();
+  o.spin_time_us = info.spin_time_us;  // issue 7: the spin time in effect
+  // OPWEAVE_AFFINITY pins these too, on the CPUs after the global pools' (thread_pool.h).
+  o.affinity = info.affinity;
+  o.pin_group = PinGroup::kOther;
   return o;
 }
 
