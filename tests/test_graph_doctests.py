@@ -22,6 +22,7 @@ import pytest
         "opweave.timeline",
         "opweave._flops",
         "opweave.kernels",
+        "opweave._memory",
     ],
 )
 def test_docstring_examples_hold(module: str) -> None:

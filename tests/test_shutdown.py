@@ -23,15 +23,18 @@ import numpy as np
 import opweave as ow
 
 _started = threading.Event()
+_announce_lock = threading.Lock()  # two ops starting at once must not both announce
 
 def slow_graph(n=200, sleep=0.02, announce=False):
     # announce: the first op to run prints "ready", so the run is surely in flight by then.
     x = ow.placeholder(ow.float32, shape=(3,), name="x")
     def body(v):
-        if announce and not _started.is_set():
-            # Printed before the event is set: a waiter's own output must not interleave with it.
-            print("ready", flush=True)
-            _started.set()
+        if announce:
+            with _announce_lock:
+                if not _started.is_set():
+                    # Printed before the event is set: a waiter's output must not interleave.
+                    print("ready", flush=True)
+                    _started.set()
         time.sleep(sleep)
         return v
     parts = [ow.py_function(body, [x], ow.float32) for _ in range(n)]

@@ -51,13 +51,7 @@
 #include <cstdint>
 #include <mutex>
 
-#if defined(__SANITIZE_THREAD__)
-#define OPWEAVE_EVENT_COUNT_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define OPWEAVE_EVENT_COUNT_TSAN 1
-#endif
-#endif
+#include "opweave/sanitizers.h"
 
 namespace opweave {
 
@@ -129,7 +123,7 @@ class EventCount {
   bool notify() {
     // seq_cst fence, then a plain load: the fast path of the header comment. The fence orders
     // the caller's publishing store before every worker RMW that comes after the value read.
-#if defined(OPWEAVE_EVENT_COUNT_TSAN)
+#if defined(OPWEAVE_TSAN)
     // ThreadSanitizer does not model fences (GCC warns): an RMW that changes nothing orders the
     // same way, as a write of the shared line (the protocol before the fast path existed).
     std::uint64_t s = state_.fetch_add(0, std::memory_order_seq_cst);

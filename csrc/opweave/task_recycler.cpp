@@ -7,21 +7,12 @@
 #include <vector>
 
 #include "opweave/fork_guard.h"
+#include "opweave/sanitizers.h"
 
 namespace opweave {
 namespace {
 
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kRecycle = false;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-constexpr bool kRecycle = false;
-#else
-constexpr bool kRecycle = true;
-#endif
-#else
-constexpr bool kRecycle = true;
-#endif
+constexpr bool kRecycle = !kAddressSanitizer;  // so ASan still sees a use after free of a task
 
 // A block is 64 bytes: this 16-byte prefix, then kTaskBlockSize bytes for the object (16-aligned,
 // as the slab and every block start are). `next` links free blocks; the object never touches the

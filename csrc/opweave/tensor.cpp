@@ -6,6 +6,9 @@
 #include <limits>
 #include <sstream>
 
+#include "opweave/buffer_cache.h"
+#include "opweave/sanitizers.h"
+
 namespace opweave {
 
 std::size_t dtype_size(DType dtype) noexcept {
@@ -112,16 +115,16 @@ Tensor Tensor::empty(DType dtype, Shape&& shape) {
     t.owner_ = std::move(block);
     return t;
   }
-  // Round up to the alignment (aligned_alloc requires it).
-  bytes = (bytes + 63) / 64 * 64;
-  void* p = std::aligned_alloc(64, bytes);
+  void* p = allocate_buffer(bytes);
   if (p == nullptr) {
     throw OpError(ErrorCode::kResourceExhausted,
                   "OOM when allocating tensor with shape " + shape_to_string(t.shape_) +
                       " and type " + dtype_name(dtype) + " (" + std::to_string(bytes) + " bytes)");
   }
   t.data_ = p;
-  t.owner_ = std::shared_ptr<void>(p, [](void* q) { std::free(q); });
+  // The deleter carries the size: release_buffer files the block under its size class. If making
+  // the control block throws, shared_ptr calls the deleter itself, so nothing leaks.
+  t.owner_ = std::shared_ptr<void>(p, [bytes](void* q) { release_buffer(q, bytes); });
   return t;
 }
 
@@ -145,14 +148,6 @@ Tensor Tensor::wrap(DType dtype, const Shape& shape, const Shape& strides, void*
   t.owner_ = std::move(owner);
   return t;
 }
-
-#if defined(__SANITIZE_THREAD__)
-#define OPWEAVE_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define OPWEAVE_TSAN 1
-#endif
-#endif
 
 bool Tensor::sole_owner() const noexcept {
   if (owner_ == nullptr || owner_.use_count() != 1) return false;

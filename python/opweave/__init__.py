@@ -25,6 +25,7 @@ except ImportError as exc:  # pragma: no cover - exercised only on broken instal
     ) from exc
 
 from . import config, errors, kernels, models, timeline, tuning
+from ._memory import BufferCacheInfo, buffer_cache_info, empty_buffer_cache
 from ._pool import parallel_info
 from ._threadpoolctl import register as _register_threadpoolctl
 from ._threads import (
@@ -88,6 +89,7 @@ bool = bool_
 
 __all__ = [
     # graph API (issue 3) and thread controls (issue 7), sorted together
+    "BufferCacheInfo",
     "ConfigProto",
     "DType",
     "Graph",
@@ -104,6 +106,7 @@ __all__ = [
     "as_dtype",
     "bool",
     "bool_",
+    "buffer_cache_info",
     "cast",
     "config",
     "constant",
@@ -111,6 +114,7 @@ __all__ = [
     "convert_to_tensor",
     "device",
     "div",
+    "empty_buffer_cache",
     "errors",
     "exp",
     "float32",

@@ -128,6 +128,7 @@ def parallel_info() -> str:
         f"spin before parking  : {info['spin_time_us']} us [{info['spin_time_source']}]",
         f"worker affinity      : {info['affinity']} [{info['affinity_source']}]"
         + _global_pool_cpus(info),
+        _buffer_cache_line(),
         "size precedence      : set_num_threads / first Session's ConfigProto > "
         "OPWEAVE_NUM_INTRAOP_THREADS / OPWEAVE_NUM_INTEROP_THREADS > OMP_NUM_THREADS (intra) > "
         "available CPUs",
@@ -139,6 +140,18 @@ def parallel_info() -> str:
             + (f" on {_cpus_text(pool['cpus'])}" if pool["cpus"] else "")
         )
     return "\n".join(lines)
+
+
+def _buffer_cache_line() -> str:
+    """'tensor buffer cache  : 4.5 MiB held for reuse (cap 256 MiB) [default]'."""
+    cache = _core.buffer_cache_info()
+    mib = 1 << 20
+    if cache["cap_bytes"] == 0:
+        return f"tensor buffer cache  : off [{cache['cap_source']}]"
+    return (
+        f"tensor buffer cache  : {cache['held_bytes'] / mib:.1f} MiB held for reuse (cap "
+        f"{cache['cap_bytes'] // mib} MiB) [{cache['cap_source']}]"
+    )
 
 
 def _cpus_text(cpus: list[int]) -> str:

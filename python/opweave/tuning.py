@@ -429,9 +429,13 @@ class TuneResult:
         else:
             if best is not None:
                 gain = self.speedup(best)
-                vs = "" if best is self.baseline or math.isnan(gain) else f", {gain:.2f}x (1, 1)"
+                vs = (
+                    ""
+                    if best is self.baseline or math.isnan(gain)
+                    else f", {gain:.2f}x faster than intra=1 inter=1"
+                )
                 lines.append(f"fastest    : {best.label} ({best.median * 1e3:.3f} ms{vs})")
-            lines.append(f"recommended: {self.recommended.label}: {self.reason}")
+            lines.append(f"recommended: {self.recommended.label} ({self.reason})")
             lines.append(f"paste      : {self.config_line()}")
         for r in self.mismatches:
             lines.append(
@@ -558,7 +562,7 @@ def tune(
     >>> print(result)  # doctest: +SKIP
     mlp: MLP: 4 towers x 2 dense layers (256x512 @ 512x512, float32) joined by add_n
     ...
-    recommended: intra=1 inter=2: inter=2: 1.71x faster than inter=1; ...
+    recommended: intra=1 inter=2 (inter=2: 1.71x faster than inter=1; ...)
     paste      : opweave.ConfigProto(intra_op_parallelism_threads=1, inter_op_parallelism_threads=2)
     >>> config = result.to_config()  # doctest: +SKIP
 

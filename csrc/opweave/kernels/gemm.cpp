@@ -17,11 +17,11 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
-#include <memory>
 #include <new>
 #include <type_traits>
 #include <vector>
 
+#include "opweave/buffer_cache.h"
 #include "opweave/cpu_info.h"
 #include "opweave/errors.h"
 #include "opweave/kernels/gemm_microkernel.h"
@@ -30,30 +30,35 @@
 namespace opweave::gemm_detail {
 namespace {
 
-// 64-byte aligned scratch memory (packed panels are read with aligned vector loads).
+// 64-byte aligned scratch memory (packed panels are read with aligned vector loads). From the
+// buffer cache: a matmul's B panel is allocated and freed on every call, and with aggressive
+// heap trimming (MALLOC_TRIM_THRESHOLD_, which Dask sets in its workers) the allocator would
+// fault its pages in afresh each time.
 class AlignedBuffer {
  public:
+  AlignedBuffer() = default;
+  AlignedBuffer(const AlignedBuffer&) = delete;
+  AlignedBuffer& operator=(const AlignedBuffer&) = delete;
+  ~AlignedBuffer() { release_buffer(data_, capacity_); }
+
   void reserve(std::size_t bytes) {
     if (bytes <= capacity_) return;
-    bytes = (bytes + 63) / 64 * 64;
-    void* p = std::aligned_alloc(64, bytes);
+    void* p = allocate_buffer(bytes);
     if (p == nullptr) {
       throw OpError(ErrorCode::kResourceExhausted,
                     "matmul: cannot allocate " + std::to_string(bytes) + " bytes of packing space");
     }
-    data_.reset(p);
+    release_buffer(data_, capacity_);
+    data_ = p;
     capacity_ = bytes;
   }
   template <typename T>
   T* as() const {
-    return static_cast<T*>(data_.get());
+    return static_cast<T*>(data_);
   }
 
  private:
-  struct Free {
-    void operator()(void* p) const { std::free(p); }
-  };
-  std::unique_ptr<void, Free> data_;
+  void* data_ = nullptr;
   std::size_t capacity_ = 0;
 };
 
