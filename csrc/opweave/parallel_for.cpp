@@ -98,6 +98,7 @@ class ChunkTask final : public Task {
     loop_->finish();
   }
   bool must_run() const noexcept override { return true; }
+  const void* group() const noexcept override { return loop_; }
   // Recycled blocks: a chunk is created on one thread and usually freed on another.
   static void* operator new(std::size_t size) { return allocate_task_block(size); }
   static void operator delete(void* p, std::size_t size) noexcept { free_task_block(p, size); }
@@ -216,11 +217,12 @@ void parallel_for(ThreadPool* pool, std::int64_t begin, std::int64_t end, std::i
   Loop loop(pool, grain, fn, observer);
   loop.run_range(begin, end);
   loop.finish();
-  // Help until every chunk has finished: run queued tasks (ours first when this thread is a
-  // worker of the pool: its own deque is popped first). With nothing to run, sleep until the
-  // loop is done or a chunk runner split off a piece for us (caller_waiting makes them split).
-  // Like an idle worker, spin for the pool's spin time before sleeping: a short loop's last
-  // chunk usually finishes within microseconds, far sooner than a futex wake-up.
+  // Help until every chunk has finished: run queued tasks, ours first (a worker of the pool pops
+  // its own deque first; an outside thread takes its pieces back from the injection queue). With
+  // nothing to run, sleep until the loop is done or a chunk runner split off a piece for us
+  // (caller_waiting makes them split). Like an idle worker, spin for the pool's spin time before
+  // sleeping: a short loop's last chunk usually finishes within microseconds, far sooner than a
+  // futex wake-up.
   loop.caller_waiting.store(1, std::memory_order_relaxed);  // a splitting hint only
   // Inside a ThreadPool::KeepAwake (a multi-phase kernel) it spins until the loop is done.
   const auto spin = std::chrono::microseconds(pool->options().spin_time_us);
@@ -228,6 +230,9 @@ void parallel_for(ThreadPool* pool, std::int64_t begin, std::int64_t end, std::i
   for (int round = 1;; ++round) {
     // acquire: pairs with the finishers' release; done is then set (or about to be) by the last.
     if (loop.pending.load(std::memory_order_acquire) == 0) break;
+    // Our own unclaimed pieces first: helping with another op's piece (which may be long) while
+    // ours wait in the queue would hold this op up. relaxed: a hint, the take synchronizes.
+    if (loop.unclaimed.load(std::memory_order_relaxed) > 0 && pool->try_run_own(&loop)) continue;
     if (pool->try_run_one()) continue;
     if (std::chrono::steady_clock::now() < spin_until || (spin.count() > 0 && pool->kept_awake())) {
       if (round % 16 == 0) {

@@ -434,6 +434,27 @@ struct ThreadPool::Impl {
     return true;
   }
 
+  // The newest task of `group` in the injection queue this outside thread pushes to, taken out
+  // of the queue; nullptr when there is none.
+  Task* take_own_injected(const void* group) {
+    if (is_own_worker()) return nullptr;
+    InjectionQueue& queue = injection[producer_slot() % static_cast<std::size_t>(num_injection)];
+    // relaxed: a hint; an empty-looking queue only means we help elsewhere instead.
+    if (queue.size.load(std::memory_order_relaxed) <= 0) return nullptr;
+    std::lock_guard<std::mutex> lock(queue.mutex);  // guards queue.tasks
+    // From the back: our pieces are the newest; other threads' older tasks sit in front.
+    for (auto it = queue.tasks.end(); it != queue.tasks.begin();) {
+      --it;
+      if ((*it)->group() == group) {
+        Task* task = *it;
+        queue.tasks.erase(it);
+        queue.add_size(-1);
+        return task;
+      }
+    }
+    return nullptr;
+  }
+
   // A worker (self >= 0) also moves a batch (its fair share, at most kInjectBatch) into its own
   // deque, so a stream of outside tasks costs one lock round-trip per batch, not per task.
   Task* pop_injected(int self) {
@@ -725,6 +746,16 @@ bool ThreadPool::try_run_one() {
   if (task == nullptr) return false;
   run_and_delete(task);
   c.add(c.tasks_run);
+  return true;
+}
+
+bool ThreadPool::try_run_own(const void* group) {
+  Use use(*this);
+  if (!use.entered()) return false;
+  Task* task = impl_->take_own_injected(group);
+  if (task == nullptr) return false;
+  run_and_delete(task);
+  impl_->outside_counters.add(impl_->outside_counters.tasks_run);
   return true;
 }
 

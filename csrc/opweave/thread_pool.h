@@ -71,6 +71,9 @@ class Task {
   // True when a thread waits for this task (a parallel_for chunk): shutdown(false) then runs it
   // instead of dropping it, and it is accepted even while the pool shuts down.
   virtual bool must_run() const noexcept { return false; }
+  // The work this task is a piece of (a parallel_for loop), or nullptr: lets the thread that
+  // split it off take it back first (ThreadPool::try_run_own).
+  virtual const void* group() const noexcept { return nullptr; }
 };
 
 namespace detail {
@@ -125,6 +128,11 @@ class ThreadPool {
   // Runs one queued task on the calling thread if there is one (waiting threads help instead of
   // blocking). Thread-safe. Returns false when nothing was found.
   bool try_run_one();
+  // Runs one task of `group` (Task::group()) that the calling thread, from outside the pool,
+  // queued and nobody has taken yet; false when there is none (also on a worker of the pool,
+  // whose own deque already hands back its newest pieces first). A parallel_for caller tries
+  // this before try_run_one, so it finishes its own loop before it helps with another op's.
+  bool try_run_own(const void* group);
   // Thread-safe; the number of worker threads (the caller of parallel_for adds one more).
   // 0 after shutdown().
   int num_workers() const noexcept;

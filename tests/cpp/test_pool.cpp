@@ -513,4 +513,61 @@ OPWEAVE_TEST(pinning_stays_consistent_under_concurrent_starts_resizes_and_shutdo
   OPWEAVE_CHECK(placed == expected);
 }
 
+namespace {
+// Records its id when it runs; belongs to `group`.
+class TaggedTask final : public Task {
+ public:
+  TaggedTask(const void* group, std::vector<int>* ran, int id)
+      : group_(group), ran_(ran), id_(id) {}
+  void run() override { ran_->push_back(id_); }
+  const void* group() const noexcept override { return group_; }
+
+ private:
+  const void* group_;
+  std::vector<int>* ran_;
+  int id_;
+};
+}  // namespace
+
+// What a parallel_for caller relies on to finish its own loop before helping with another op's
+// (one worker, blocked, so only this thread runs the queued tasks).
+OPWEAVE_TEST(an_outside_thread_takes_back_its_own_group_s_tasks_newest_first) {
+  ThreadPool pool(opts(1));
+  std::atomic<bool> started{false};
+  std::atomic<bool> release{false};
+  pool.schedule([&] {
+    started.store(true);
+    wait_until([&] { return release.load(); });
+  });
+  OPWEAVE_CHECK(wait_until([&] { return started.load(); }));
+  const int a = 0;
+  const int b = 0;
+  std::vector<int> ran;
+  pool.schedule_task(std::make_unique<TaggedTask>(nullptr, &ran, 1));
+  pool.schedule_task(std::make_unique<TaggedTask>(&a, &ran, 2));
+  pool.schedule_task(std::make_unique<TaggedTask>(&b, &ran, 3));
+  pool.schedule_task(std::make_unique<TaggedTask>(&a, &ran, 4));
+  OPWEAVE_CHECK(pool.try_run_own(&a));
+  OPWEAVE_CHECK(pool.try_run_own(&a));
+  OPWEAVE_CHECK(!pool.try_run_own(&a));
+  OPWEAVE_CHECK((ran == std::vector<int>{4, 2}));
+  OPWEAVE_CHECK(pool.try_run_one());  // the rest in queue order
+  OPWEAVE_CHECK(pool.try_run_one());
+  OPWEAVE_CHECK((ran == std::vector<int>{4, 2, 1, 3}));
+  OPWEAVE_CHECK(!pool.try_run_one());
+
+  // On a worker, its own deque already hands back its newest pieces: try_run_own finds nothing.
+  release.store(true);
+  std::atomic<int> worker_took{-1};
+  std::vector<int> worker_ran;
+  pool.schedule([&] {
+    pool.schedule_task(std::make_unique<TaggedTask>(&a, &worker_ran, 5));
+    worker_took.store(pool.try_run_own(&a) ? 1 : 0);
+  });
+  OPWEAVE_CHECK(wait_until([&] { return worker_took.load() >= 0; }));
+  OPWEAVE_CHECK_EQ(worker_took.load(), 0);
+  pool.shutdown(true);
+  OPWEAVE_CHECK((worker_ran == std::vector<int>{5}));
+}
+
 OPWEAVE_TEST_MAIN()
