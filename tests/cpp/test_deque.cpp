@@ -8,6 +8,7 @@
 #include "opweave/spin.h"
 #include "opweave/work_stealing_deque.h"
 #include "testing.h"
+#include "wait_until.h"
 
 using namespace opweave;
 
@@ -154,6 +155,12 @@ OPWEAVE_TEST(take_oldest_against_thieves_takes_every_item_exactly_once) {
         const std::size_t got = dq.take_oldest(batch, 1 + rng() % 8);
         for (std::size_t k = 0; k < got; ++k) take(batch[k]);
         batched_total += static_cast<long>(got);
+      }
+      if (i == 8) {
+        // On a loaded machine the thieves may not get a CPU before the owner is done: wait for
+        // a first steal, so every trial has thieves racing the owner.
+        OPWEAVE_CHECK(
+            testing::wait_until([&] { return stolen.load(std::memory_order_relaxed) > 0; }));
       }
       if (rng() % 8 == 0) {
         if (std::uintptr_t item = dq.pop()) take(item);
