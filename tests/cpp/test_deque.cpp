@@ -61,6 +61,45 @@ std::vector<std::thread> start_thieves(int count, Thief thief) {
   return thieves;
 }
 
+// Who took which of the items 1..n: each must be taken exactly once, by the owner or a thief.
+struct TakeLedger {
+  explicit TakeLedger(int n) : n(n), taken(static_cast<std::size_t>(n)) {}
+
+  void take(std::uintptr_t item) {
+    taken[item - 1].fetch_add(1, std::memory_order_relaxed);  // counts; join orders them
+    total.fetch_add(1, std::memory_order_relaxed);
+  }
+  // A thief's whole life: steal until every item has been taken by someone.
+  void steal_until_all_taken(Deque& dq) {
+    while (total.load(std::memory_order_relaxed) < n) {
+      if (std::uintptr_t item = dq.steal()) {
+        take(item);
+        stolen.fetch_add(1, std::memory_order_relaxed);  // a count
+      }
+    }
+  }
+  // After the threads are joined.
+  int taken_twice() const {
+    return count_if([](int c) { return c > 1; });
+  }
+  int never_taken() const {
+    return count_if([](int c) { return c == 0; });
+  }
+
+  const int n;
+  std::vector<std::atomic<int>> taken;
+  std::atomic<int> total{0};
+  std::atomic<long> stolen{0};
+
+ private:
+  template <typename Pred>
+  int count_if(Pred pred) const {
+    int k = 0;
+    for (const auto& c : taken) k += pred(c.load()) ? 1 : 0;
+    return k;
+  }
+};
+
 // One owner pushes n items (popping some itself, and popping when full) while several thieves
 // steal; every item must be taken exactly once, by someone, and the thieves must have stolen.
 OPWEAVE_TEST(owner_against_several_thieves_takes_every_item_exactly_once) {
@@ -69,41 +108,27 @@ OPWEAVE_TEST(owner_against_several_thieves_takes_every_item_exactly_once) {
   long stolen_over_all_sizes = 0;
   for (const int n : sizes) {
     Deque dq(256);
-    std::vector<std::atomic<int>> taken(static_cast<std::size_t>(n));
-    std::atomic<int> total{0};
-    std::atomic<long> stolen{0};
-    auto take = [&](std::uintptr_t item) {
-      taken[item - 1].fetch_add(1, std::memory_order_relaxed);  // counts; join orders them
-      total.fetch_add(1, std::memory_order_relaxed);
-    };
-    std::vector<std::thread> thieves = start_thieves(num_thieves, [&](int) {
-      while (total.load(std::memory_order_relaxed) < n) {
-        if (std::uintptr_t item = dq.steal()) {
-          take(item);
-          stolen.fetch_add(1, std::memory_order_relaxed);  // a count
-        }
-      }
-    });
+    TakeLedger ledger(n);
+    std::vector<std::thread> thieves =
+        start_thieves(num_thieves, [&](int) { ledger.steal_until_all_taken(dq); });
     for (int i = 1; i <= n; ++i) {
       while (!dq.push(static_cast<std::uintptr_t>(i))) {
-        if (std::uintptr_t item = dq.pop()) take(item);
+        if (std::uintptr_t item = dq.pop()) ledger.take(item);
       }
       if (i % 2 == 0) {
-        if (std::uintptr_t item = dq.pop()) take(item);  // races the thieves for the bottom
+        if (std::uintptr_t item = dq.pop()) ledger.take(item);  // races the thieves for the bottom
       }
     }
     // Give the thieves a moment (at most 10 ms) if none has stolen yet: on a small, busy machine
     // the owner can run through a whole size before a thief gets a CPU.
-    for (int k = 0; k < 200 && stolen.load() == 0 && dq.size_estimate() > 0; ++k) {
+    for (int k = 0; k < 200 && ledger.stolen.load() == 0 && dq.size_estimate() > 0; ++k) {
       std::this_thread::sleep_for(std::chrono::microseconds(50));
     }
-    while (std::uintptr_t item = dq.pop()) take(item);
+    while (std::uintptr_t item = dq.pop()) ledger.take(item);
     for (auto& t : thieves) t.join();
-    int wrong = 0;
-    for (auto& c : taken) wrong += c.load() != 1;
-    OPWEAVE_CHECK_EQ(wrong, 0);
-    OPWEAVE_CHECK_EQ(total.load(), n);
-    stolen_over_all_sizes += stolen.load();
+    OPWEAVE_CHECK_EQ(ledger.taken_twice() + ledger.never_taken(), 0);
+    OPWEAVE_CHECK_EQ(ledger.total.load(), n);
+    stolen_over_all_sizes += ledger.stolen.load();
   }
   OPWEAVE_CHECK(stolen_over_all_sizes > 0);  // else this tested the owner alone
 }
@@ -133,21 +158,10 @@ OPWEAVE_TEST(take_oldest_against_thieves_takes_every_item_exactly_once) {
   for (int trial = 0; trial < 6; ++trial) {
     const int n = 50000;
     Deque dq(16);
-    std::vector<std::atomic<int>> taken(static_cast<std::size_t>(n));
-    std::atomic<int> total{0};
-    std::atomic<long> stolen{0};
-    auto take = [&](std::uintptr_t item) {
-      taken[item - 1].fetch_add(1, std::memory_order_relaxed);  // counts; join orders them
-      total.fetch_add(1, std::memory_order_relaxed);
-    };
-    std::vector<std::thread> thieves = start_thieves(num_thieves, [&](int) {
-      while (total.load(std::memory_order_relaxed) < n) {
-        if (std::uintptr_t item = dq.steal()) {
-          take(item);
-          stolen.fetch_add(1, std::memory_order_relaxed);  // a count
-        }
-      }
-    });
+    TakeLedger ledger(n);
+    auto take = [&ledger](std::uintptr_t item) { ledger.take(item); };
+    std::vector<std::thread> thieves =
+        start_thieves(num_thieves, [&](int) { ledger.steal_until_all_taken(dq); });
     std::mt19937 rng(7 + static_cast<std::uint32_t>(trial));
     std::uintptr_t batch[16];
     for (int i = 1; i <= n; ++i) {
@@ -160,7 +174,7 @@ OPWEAVE_TEST(take_oldest_against_thieves_takes_every_item_exactly_once) {
         // On a loaded machine the thieves may not get a CPU before the owner is done: wait for
         // a first steal, so every trial has thieves racing the owner.
         OPWEAVE_CHECK(
-            testing::wait_until([&] { return stolen.load(std::memory_order_relaxed) > 0; }));
+            testing::wait_until([&] { return ledger.stolen.load(std::memory_order_relaxed) > 0; }));
       }
       if (rng() % 8 == 0) {
         if (std::uintptr_t item = dq.pop()) take(item);
@@ -173,11 +187,9 @@ OPWEAVE_TEST(take_oldest_against_thieves_takes_every_item_exactly_once) {
     }
     while (std::uintptr_t item = dq.pop()) take(item);
     for (auto& t : thieves) t.join();
-    int wrong = 0;
-    for (auto& c : taken) wrong += c.load() != 1;
-    OPWEAVE_CHECK_EQ(wrong, 0);
-    OPWEAVE_CHECK_EQ(total.load(), n);
-    stolen_total += stolen.load();
+    OPWEAVE_CHECK_EQ(ledger.taken_twice() + ledger.never_taken(), 0);
+    OPWEAVE_CHECK_EQ(ledger.total.load(), n);
+    stolen_total += ledger.stolen.load();
   }
   OPWEAVE_CHECK(batched_total > 0);
   OPWEAVE_CHECK(stolen_total > 0);  // else this tested the owner alone
@@ -204,21 +216,10 @@ RaceResult race_for_the_last_items(int num_thieves, int rounds, std::uint32_t se
   for (int& b : burst) result.items += b = 1 + static_cast<int>(rng() % 6);
   const int n = result.items;
   Deque dq(8);
-  std::vector<std::atomic<int>> taken(static_cast<std::size_t>(n));
-  std::atomic<int> total{0};
-  std::vector<long> stolen(static_cast<std::size_t>(num_thieves), 0);  // read after the join
-  auto take = [&](std::uintptr_t item) {
-    taken[item - 1].fetch_add(1, std::memory_order_relaxed);  // counts; join orders them
-    total.fetch_add(1, std::memory_order_relaxed);
-  };
-  std::vector<std::thread> thieves = start_thieves(num_thieves, [&](int k) {
-    while (total.load(std::memory_order_relaxed) < n) {
-      if (std::uintptr_t item = dq.steal()) {
-        take(item);
-        ++stolen[static_cast<std::size_t>(k)];
-      }
-    }
-  });
+  TakeLedger ledger(n);
+  auto take = [&ledger](std::uintptr_t item) { ledger.take(item); };
+  std::vector<std::thread> thieves =
+      start_thieves(num_thieves, [&](int) { ledger.steal_until_all_taken(dq); });
   auto pause = [](std::uint32_t spins) {
     for (; spins > 0; --spins) cpu_relax();
   };
@@ -245,11 +246,9 @@ RaceResult race_for_the_last_items(int num_thieves, int rounds, std::uint32_t se
     }
   }
   for (auto& t : thieves) t.join();
-  for (auto& c : taken) {
-    result.taken_twice += c.load() > 1;
-    result.never_taken += c.load() == 0;
-  }
-  for (long s : stolen) result.stolen += s;
+  result.taken_twice = ledger.taken_twice();
+  result.never_taken = ledger.never_taken();
+  result.stolen = ledger.stolen.load();
   return result;
 }
 
