@@ -22,10 +22,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <deque>
-#include <fstream>
 #include <functional>
 #include <mutex>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -33,9 +31,11 @@
 #include "opweave/parallel_for.h"
 #include "opweave/spin.h"
 #include "opweave/thread_pool.h"
+#include "thread_cpu_time.h"  // tests/cpp
 
 using namespace opweave;
 using Clock = std::chrono::steady_clock;
+using opweave::testing::thread_cpu_ns;
 
 namespace {
 
@@ -150,28 +150,6 @@ void many_tasks(Pool& pool, int n, bool from_worker) {
     submit();
   }
   while (left.load(std::memory_order_acquire) != 0) std::this_thread::yield();
-}
-
-// CPU time (ns) one thread of this process has used: /proc/self/task/<tid>/schedstat (ns on the
-// CPU), else utime + stime from .../stat (clock ticks).
-long long thread_cpu_ns(long tid) {
-  const std::string dir = "/proc/self/task/" + std::to_string(tid);
-  std::ifstream sched(dir + "/schedstat");
-  long long ns = 0;
-  if (sched >> ns) return ns;
-  std::ifstream stat(dir + "/stat");
-  std::string line;
-  std::getline(stat, line);
-  const std::size_t close = line.rfind(')');
-  if (close == std::string::npos) return -1;
-  std::istringstream rest(line.substr(close + 2));
-  std::string field;
-  long long utime = 0, stime = 0;
-  for (int i = 3; i <= 15 && rest >> field; ++i) {
-    if (i == 14) utime = std::stoll(field);
-    if (i == 15) stime = std::stoll(field);
-  }
-  return (utime + stime) * (1000000000LL / sysconf(_SC_CLK_TCK));
 }
 
 long long process_cpu_ns() {

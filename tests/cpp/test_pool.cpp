@@ -9,7 +9,6 @@
 #include <fstream>
 #include <memory>
 #include <set>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <utility>
@@ -18,9 +17,11 @@
 #include "opweave/errors.h"
 #include "opweave/thread_pool.h"
 #include "testing.h"
+#include "thread_cpu_time.h"
 #include "wait_until.h"
 
 using namespace opweave;
+using opweave::testing::thread_cpu_ns;
 using opweave::testing::wait_until;
 
 namespace {
@@ -31,28 +32,6 @@ PoolOptions opts(int workers, std::int64_t spin_us = 50) {
   o.name = "test";
   o.spin_time_us = spin_us;
   return o;
-}
-
-// CPU time (ns) a thread of this process has used, from /proc (schedstat: ns on CPU; falls back
-// to utime + stime clock ticks from stat).
-long long thread_cpu_ns(long tid) {
-  const std::string dir = "/proc/self/task/" + std::to_string(tid);
-  std::ifstream sched(dir + "/schedstat");
-  long long ns = 0;
-  if (sched >> ns) return ns;
-  std::ifstream stat(dir + "/stat");
-  std::string line;
-  std::getline(stat, line);
-  const std::size_t close = line.rfind(')');
-  if (close == std::string::npos) return -1;
-  std::istringstream rest(line.substr(close + 2));
-  std::string field;
-  long long utime = 0, stime = 0;
-  for (int i = 3; i <= 15 && rest >> field; ++i) {
-    if (i == 14) utime = std::stoll(field);
-    if (i == 15) stime = std::stoll(field);
-  }
-  return (utime + stime) * (1000000000LL / sysconf(_SC_CLK_TCK));
 }
 
 // Sets *flag when destroyed without having run (dropped by the pool).
