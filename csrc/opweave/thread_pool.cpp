@@ -398,7 +398,7 @@ struct ThreadPool::Impl {
     Task* batch[kSpill];
     const std::size_t n = self.deque.take_oldest(batch, kSpill);
     if (n == 0) return;  // thieves emptied it meanwhile
-    InjectionQueue& queue = injection[static_cast<std::size_t>(t_worker.index % num_injection)];
+    InjectionQueue& queue = worker_queue();
     try {
       std::lock_guard<std::mutex> lock(queue.mutex);  // guards queue.tasks
       // Insertion of pointers at the end of a std::deque has no effect when it throws.
@@ -412,11 +412,18 @@ struct ThreadPool::Impl {
     event_count.notify();  // after the insertion: see event_count.h
   }
 
+  // The injection queue an outside thread pushes to (and takes its own tasks back from): outside
+  // threads spread over the queues by thread.
+  InjectionQueue& outside_queue() noexcept {
+    return injection[producer_slot() % static_cast<std::size_t>(num_injection)];
+  }
+  // The injection queue the calling worker overflows into.
+  InjectionQueue& worker_queue() noexcept {
+    return injection[static_cast<std::size_t>(t_worker.index % num_injection)];
+  }
+
   bool inject(Task* task, bool from_outside, bool allow_stopping) {
-    // Outside threads spread over the queues by thread; workers use their own on overflow.
-    const std::size_t q = from_outside ? producer_slot() % static_cast<std::size_t>(num_injection)
-                                       : static_cast<std::size_t>(t_worker.index % num_injection);
-    InjectionQueue& queue = injection[q];
+    InjectionQueue& queue = from_outside ? outside_queue() : worker_queue();
     {
       // The queue lock also orders this check against shutdown(), which sets `stopping`
       // while holding every queue lock: no task can slip in after shutdown drained them.
@@ -438,7 +445,7 @@ struct ThreadPool::Impl {
   // of the queue; nullptr when there is none.
   Task* take_own_injected(const void* group) {
     if (is_own_worker()) return nullptr;
-    InjectionQueue& queue = injection[producer_slot() % static_cast<std::size_t>(num_injection)];
+    InjectionQueue& queue = outside_queue();
     // relaxed: a hint; an empty-looking queue only means we help elsewhere instead.
     if (queue.size.load(std::memory_order_relaxed) <= 0) return nullptr;
     std::lock_guard<std::mutex> lock(queue.mutex);  // guards queue.tasks
