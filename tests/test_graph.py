@@ -79,7 +79,7 @@ def test_device_scopes_are_recorded_in_canonical_form(graph: ow.Graph) -> None:
 
 def test_placeholder_accepts_unknown_dims_and_ranks(graph: ow.Graph) -> None:
     assert ow.placeholder(ow.float32, shape=(None, 3)).shape == (None, 3)
-    assert ow.placeholder(ow.int64).shape is None
+    assert ow.placeholder(ow.int64).shape.ndims is None
 
 
 def test_operators_build_ops_with_broadcast_shapes(graph: ow.Graph) -> None:
@@ -90,7 +90,7 @@ def test_operators_build_ops_with_broadcast_shapes(graph: ow.Graph) -> None:
     assert (x + v).shape == (None, 3)
     assert (2.0 * x).op.type == "Mul"
     assert (x - 1.0).op.type == "Sub"
-    assert (1.0 / x).op.type == "Div"
+    assert (1.0 / x).op.type == "RealDiv"
     assert (-x).op.type == "Neg"
     assert (x @ m).shape == (None, 4)
     assert (x @ m).op.type == "MatMul"
@@ -124,9 +124,9 @@ def test_dtype_mismatch_is_type_error_naming_both_types(graph: ow.Graph) -> None
     b = ow.constant(np.ones(2, np.int32))
     with pytest.raises(TypeError, match="int32 that does not match type float32"):
         _ = a + b
-    with pytest.raises(TypeError, match="float32 or float64"):
+    with pytest.raises(TypeError, match="int32 not in list of allowed values: float32, float64"):
         ow.exp(b)
-    with pytest.raises(TypeError, match="float32 or float64"):
+    with pytest.raises(TypeError, match="int32 not in list of allowed values: float32, float64"):
         ow.matmul(ow.constant(np.ones((2, 2), np.int32)), ow.constant(np.ones((2, 2), np.int32)))
 
 
@@ -253,20 +253,25 @@ def test_build_errors_name_the_uniquified_op(graph: ow.Graph) -> None:
     i = ow.constant([1, 2])
     b = ow.constant([True])
     ow.exp(f)
-    with pytest.raises(TypeError, match="'Exp' Op 'Exp_1' needs a float32"):
+    with pytest.raises(TypeError, match="of 'Exp' Op 'Exp_1' has DataType int32 not in list"):
         ow.exp(i)
     ow.neg(f)
-    with pytest.raises(TypeError, match="'Neg' Op 'Neg_1' does not support dtype bool"):
+    with pytest.raises(TypeError, match="of 'Neg' Op 'Neg_1' has DataType bool not in list"):
         ow.neg(b)
     ow.reduce_sum(f)
     with pytest.raises(ValueError, match="for 'Sum_1' \\(op: 'Sum'\\)"):
         ow.reduce_sum(f, axis=5)
-    with pytest.raises(TypeError, match="'Mean' Op 'tower/Mean' does not"), ow.name_scope("tower"):
+    with (
+        pytest.raises(TypeError, match="of 'Mean' Op 'tower/Mean' has DataType bool"),
+        ow.name_scope("tower"),
+    ):
         ow.reduce_mean(b)
     ow.reshape(f, [6])
     with pytest.raises(ValueError, match="for 'Reshape_1' \\(op: 'Reshape'\\)"):
         ow.reshape(f, [4])
-    with pytest.raises(ValueError, match="'Reshape' Op 'Reshape_2': invalid target shape"):
+    with pytest.raises(
+        ValueError, match=r"Only one input size may be -1.* for 'Reshape_2' \(op: 'Reshape'\)"
+    ):
         ow.reshape(f, [-1, -1])
     ow.transpose(f)
     with pytest.raises(ValueError, match="for 'transpose_1' \\(op: 'Transpose'\\)"):
@@ -290,8 +295,8 @@ def test_batched_matmul_batch_mismatch_names_both_full_input_shapes(graph: ow.Gr
     b = ow.constant(np.ones((4, 3, 6), np.float32))
     with pytest.raises(
         ValueError,
-        match=r"^Dimensions must be equal, but are 5 and 4 for 'MatMul' \(op: 'MatMul'\) with "
-        r"input shapes: \[5,2,3\], \[4,3,6\]\.$",
+        match=r"^Dimensions must be equal, but are 5 and 4 for 'MatMul' "
+        r"\(op: 'BatchMatMulV2'\) with input shapes: \[5,2,3\], \[4,3,6\]\.$",
     ):
         ow.matmul(a, b)
 
@@ -302,7 +307,7 @@ def test_truediv_casts_in_its_own_name_scope_and_needs_one_dtype(graph: ow.Graph
     assert q.op.name == "truediv"
     assert [t.op.type for t in q.op.inputs] == ["Cast", "Cast"]
     assert [t.op.name for t in q.op.inputs] == ["truediv/Cast", "truediv/Cast_1"]
-    assert (ow.constant([1.0]) / 2).op.type == "Div"
+    assert (ow.constant([1.0]) / 2).op.type == "RealDiv"
     with pytest.raises(
         TypeError,
         match=r"^`x` and `y` must have the same dtype, got opweave.int32 != opweave.float32\.$",

@@ -284,18 +284,23 @@ def test_empty_reductions() -> None:
     np.testing.assert_array_equal(kernels.reduce_sum(e, axis=0), np.zeros(4, np.float32))
     assert np.isnan(kernels.reduce_mean(e, axis=0)).all()
     assert kernels.reduce_max(e, axis=1).shape == (0,)
-    with pytest.raises(ValueError, match="empty"):
-        kernels.reduce_max(e, axis=0)
+    # TensorFlow's max / min of nothing are the identities (NumPy raises instead).
+    np.testing.assert_array_equal(kernels.reduce_max(e, axis=0), np.full(4, -np.inf, np.float32))
+    np.testing.assert_array_equal(kernels.reduce_min(e, axis=0), np.full(4, np.inf, np.float32))
 
 
 def test_reduction_axis_errors() -> None:
     x = np.ones((2, 3))
-    with pytest.raises(ValueError, match="out of range"):
+    with pytest.raises(ValueError, match="Invalid reduction dimension 2 for input with 2"):
         kernels.reduce_sum(x, axis=2)
-    with pytest.raises(ValueError, match="repeated"):
+    with pytest.raises(ValueError, match="duplicate dimension"):
         kernels.reduce_sum(x, axis=(0, -2))
-    with pytest.raises(TypeError, match="float16"):
-        kernels.reduce_sum(np.ones(3, np.float16))
+    with pytest.raises(TypeError, match=r"unsupported dtype.*uint16"):
+        kernels.reduce_sum(np.ones(3, np.uint16))
+    # float16 is summed in float32 and rounded back, as TensorFlow does on CPUs.
+    half = kernels.reduce_sum(np.full(3, 0.5, np.float16))
+    assert half.dtype == np.float16
+    assert half == np.float16(1.5)
 
 
 # --- element-wise ---------------------------------------------------------------------------
@@ -346,9 +351,9 @@ def test_maximum_propagates_nan_and_scalars_take_the_array_dtype() -> None:
 
 
 def test_binary_errors() -> None:
-    with pytest.raises(TypeError, match=r"float32.*float64"):
+    with pytest.raises(TypeError, match=r"float64 that does not match type float32"):
         kernels.add(np.ones(3, np.float32), np.ones(3))
-    with pytest.raises(ValueError, match=r"\(3,\).*\(4,\)"):
+    with pytest.raises(ValueError, match=r"input shapes: \[3\], \[4\]"):
         kernels.add(np.ones(3), np.ones(4))
     with pytest.raises(opweave.errors.InvalidArgumentError, match="division by zero"):
         kernels.div(np.ones(3, np.int32), np.zeros(3, np.int32))
@@ -365,7 +370,8 @@ def test_a_python_float_with_an_integer_array_is_a_type_error_not_a_truncation(
     # happened before) is silent data loss.
     x = np.array([1, 2, 3], dtype)
     for a, b in ((x, scalar), (scalar, x)):
-        with pytest.raises(TypeError, match=rf"add: .*float.*{np.dtype(dtype).name}"):
+        name = np.dtype(dtype).name
+        with pytest.raises(TypeError, match=rf"'Add' Op.*(float32.*{name}|{name}.*float32)"):
             kernels.add(a, b)
 
 
@@ -377,7 +383,10 @@ def test_a_python_int_outside_the_array_dtype_is_a_type_error_not_a_wraparound(
     dtype: Any, scalar: int
 ) -> None:
     x = np.array([1, 2, 3], dtype)
-    with pytest.raises(TypeError, match=rf"mul: .*int.*{np.dtype(dtype).name}"):
+    name = np.dtype(dtype).name
+    with pytest.raises(
+        TypeError, match=rf"'Mul' Op.*int64 that does not match type {name}|Expected {name}"
+    ):
         kernels.mul(x, scalar)
 
 
@@ -398,7 +407,6 @@ def test_a_number_with_a_bool_array_is_a_type_error() -> None:
         (np.float32, 3),
         (np.float32, 2**40 + 1),  # rounds, as NumPy's weak scalars do
         (np.float64, True),
-        (np.bool_, True),
     ],
 )
 def test_python_scalars_that_fit_take_the_array_dtype_like_numpy(dtype: Any, scalar: Any) -> None:
@@ -425,7 +433,7 @@ UNARY = {
 def test_unary_ops_match_numpy(op: str, dtype: Any) -> None:
     x = _random((70, 90), dtype)[:, ::2]
     if op in ("exp", "tanh", "sigmoid") and np.dtype(dtype).kind == "i":
-        with pytest.raises(TypeError, match=op):
+        with pytest.raises(TypeError, match=rf"(?i)'{op}' Op.*not in list of allowed values"):
             UNARY[op][0](x)
         return
     if op == "exp":
@@ -443,7 +451,7 @@ def test_sigmoid_does_not_overflow() -> None:
 def test_add_n_cast_and_transpose() -> None:
     xs = [_random((30, 40), np.float32) for _ in range(4)]
     np.testing.assert_array_equal(kernels.add_n(xs), ((xs[0] + xs[1]) + xs[2]) + xs[3])
-    with pytest.raises(ValueError, match="shapes differ"):
+    with pytest.raises(ValueError, match="all inputs must have the same shape"):
         kernels.add_n([np.ones(2), np.ones(3)])
     f = np.array([1.7, -1.7, 0.0, np.nan, 2.5])
     np.testing.assert_array_equal(kernels.cast(f, bool), f.astype(bool))
@@ -504,13 +512,15 @@ def test_num_threads_hook_rejects_nonsense() -> None:
 
 @pytest.mark.parametrize("axis", [True, False, (0, True), np.bool_(True)])
 def test_a_bool_axis_is_a_type_error_like_numpy(axis: Any) -> None:
-    with pytest.raises(TypeError, match="reduce_sum: axis must be an int"):
+    with pytest.raises(TypeError, match=r"reduce_sum: axis(\[\d\])? must be an integer"):
         kernels.reduce_sum(np.ones((2, 3)), axis=axis)
 
 
 @pytest.mark.parametrize("axis", [1.0, 1.5, "1", (0, 1.0), object()])
 def test_a_non_integer_axis_is_a_clear_type_error(axis: Any) -> None:
-    with pytest.raises(TypeError, match=r"reduce_max: axis must be an int or a sequence of ints"):
+    with pytest.raises(
+        TypeError, match=r"reduce_max: axis(\[\d\])? must be (an integer|a list of integers)"
+    ):
         kernels.reduce_max(np.ones((2, 3)), axis=axis)
 
 

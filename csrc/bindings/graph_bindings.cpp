@@ -5,6 +5,7 @@
 
 #include <stdexcept>
 
+#include "attr_conversion.h"
 #include "interpreter_exit.h"
 #include "numpy_tensor.h"
 #include "opweave/errors.h"
@@ -30,19 +31,8 @@ class PythonException : public std::runtime_error {
   std::shared_ptr<py::object> value_;
 };
 
-AttrValue attr_from_python(const py::handle& v) {
-  if (py::isinstance<py::bool_>(v)) return v.cast<bool>();
-  if (py::isinstance<DType>(v)) return v.cast<DType>();
-  if (py::isinstance<py::int_>(v)) return v.cast<std::int64_t>();
-  if (py::isinstance<py::float_>(v)) return v.cast<double>();
-  if (py::isinstance<py::str>(v)) return v.cast<std::string>();
-  // Constants are copied: the graph must not alias memory the user may mutate later.
-  if (py::isinstance<py::array>(v)) return tensor_copy_from_numpy(v.cast<py::array>());
-  if (py::isinstance<py::list>(v) || py::isinstance<py::tuple>(v)) {
-    py::sequence seq = v.cast<py::sequence>();
-    if (seq.size() > 0 && py::isinstance<DType>(seq[0])) return v.cast<std::vector<DType>>();
-    return v.cast<std::vector<std::int64_t>>();
-  }
+// A plain attribute (attr_conversion.h), or a py_function body wrapped as a HostFunction.
+AttrValue node_attr_from_python(const py::handle& v) {
   if (PyCallable_Check(v.ptr())) {
     std::shared_ptr<py::object> fn = gil_safe_ref(py::reinterpret_borrow<py::object>(v));
     auto host = std::make_shared<HostFunction>(
@@ -77,7 +67,7 @@ AttrValue attr_from_python(const py::handle& v) {
         });
     return host;
   }
-  throw py::type_error("unsupported attribute value: " + py::repr(v).cast<std::string>());
+  return attr_from_python(v);
 }
 
 void register_py_func_kernel() {
@@ -125,7 +115,12 @@ void register_graph(py::module_& m) {
       .value("float64", DType::kFloat64)
       .value("int32", DType::kInt32)
       .value("int64", DType::kInt64)
-      .value("bool", DType::kBool);
+      .value("bool", DType::kBool)
+      .value("int8", DType::kInt8)
+      .value("int16", DType::kInt16)
+      .value("uint8", DType::kUInt8)
+      .value("float16", DType::kFloat16)
+      .value("string", DType::kString);
 
   py::class_<Graph, std::shared_ptr<Graph>>(m, "Graph")
       .def(py::init<>())
@@ -142,8 +137,8 @@ void register_graph(py::module_& m) {
             for (const auto& [k, v] : attrs) {
               const std::string key = k.cast<std::string>();
               // An empty list carries no element type: Tout is always a list of dtypes.
-              d.attrs[key] =
-                  key == "Tout" ? AttrValue{v.cast<std::vector<DType>>()} : attr_from_python(v);
+              d.attrs[key] = key == "Tout" ? AttrValue{v.cast<std::vector<DType>>()}
+                                           : node_attr_from_python(v);
             }
             d.device = device;
             d.num_outputs = num_outputs;

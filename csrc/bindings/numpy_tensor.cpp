@@ -18,6 +18,16 @@ py::dtype numpy_dtype(DType dtype) {
       return py::dtype::of<std::int64_t>();
     case DType::kBool:
       return py::dtype::of<bool>();
+    case DType::kInt8:
+      return py::dtype::of<std::int8_t>();
+    case DType::kInt16:
+      return py::dtype::of<std::int16_t>();
+    case DType::kUInt8:
+      return py::dtype::of<std::uint8_t>();
+    case DType::kFloat16:
+      return py::dtype("float16");
+    case DType::kString:
+      return py::dtype("O");  // as TensorFlow: an object array of bytes
   }
   throw py::type_error("unknown dtype");
 }
@@ -27,11 +37,59 @@ DType dtype_from_numpy(const py::dtype& dtype) {
   const auto size = dtype.itemsize();
   if (kind == 'f' && size == 4) return DType::kFloat32;
   if (kind == 'f' && size == 8) return DType::kFloat64;
+  if (kind == 'f' && size == 2) return DType::kFloat16;
   if (kind == 'i' && size == 4) return DType::kInt32;
   if (kind == 'i' && size == 8) return DType::kInt64;
+  if (kind == 'i' && size == 2) return DType::kInt16;
+  if (kind == 'i' && size == 1) return DType::kInt8;
+  if (kind == 'u' && size == 1) return DType::kUInt8;
   if (kind == 'b' && size == 1) return DType::kBool;
+  if (kind == 'S' || kind == 'U' || kind == 'O') return DType::kString;
   throw py::type_error("unsupported NumPy dtype " + py::str(dtype).cast<std::string>());
 }
+
+namespace {
+
+// A string tensor from an array of bytes ('S'), str ('U', encoded as UTF-8, as TensorFlow does)
+// or objects that are bytes or str. Always a copy: elements are std::string objects.
+Tensor strings_from_numpy(const py::array& array) {
+  Shape shape(array.shape(), array.shape() + array.ndim());
+  Tensor t = Tensor::empty(DType::kString, shape);
+  // ravel() visits the elements in C order whatever the strides; item(i) gives Python objects.
+  py::object flat = py::reinterpret_borrow<py::object>(array).attr("ravel")();
+  py::list items = flat.attr("tolist")();
+  std::string* out = t.data<std::string>();
+  std::size_t i = 0;
+  for (const py::handle& item : items) {
+    if (py::isinstance<py::bytes>(item)) {
+      out[i++] = item.cast<std::string>();
+    } else if (py::isinstance<py::str>(item)) {
+      out[i++] = item.attr("encode")("utf-8").cast<std::string>();
+    } else {
+      throw py::type_error("a string tensor needs bytes or str elements, got " +
+                           py::str(py::type::of(item)).cast<std::string>());
+    }
+  }
+  return t;
+}
+
+// An object array of bytes, as TensorFlow returns string tensors.
+py::array strings_to_numpy(const Tensor& tensor) {
+  Tensor c = tensor.contiguous();
+  std::vector<py::ssize_t> shape(c.shape().begin(), c.shape().end());
+  py::array out(py::dtype("O"), shape);
+  auto** cells = static_cast<PyObject**>(out.mutable_data());
+  const std::string* src = c.data<std::string>();
+  for (std::int64_t i = 0; i < c.numel(); ++i) {
+    PyObject* b = PyBytes_FromStringAndSize(src[i].data(), static_cast<py::ssize_t>(src[i].size()));
+    if (b == nullptr) throw py::error_already_set();
+    Py_XDECREF(cells[i]);  // the new array holds None references
+    cells[i] = b;
+  }
+  return out;
+}
+
+}  // namespace
 
 std::shared_ptr<py::object> gil_safe_ref(py::object object) {
   return std::shared_ptr<py::object>(new py::object(std::move(object)), [](py::object* p) {
@@ -49,6 +107,7 @@ std::shared_ptr<py::object> gil_safe_ref(py::object object) {
 
 Tensor tensor_copy_from_numpy(const py::array& array) {
   const DType dtype = dtype_from_numpy(array.dtype());
+  if (dtype == DType::kString) return strings_from_numpy(array);
   py::array c = py::array::ensure(array, py::array::c_style);
   Shape shape(c.shape(), c.shape() + c.ndim());
   Tensor t = Tensor::empty(dtype, shape);
@@ -58,6 +117,7 @@ Tensor tensor_copy_from_numpy(const py::array& array) {
 
 Tensor tensor_from_numpy(const py::array& array) {
   const DType dtype = dtype_from_numpy(array.dtype());
+  if (dtype == DType::kString) return strings_from_numpy(array);
   const auto item = static_cast<py::ssize_t>(dtype_size(dtype));
   // '=' native, '|' not applicable (1-byte types), '<' little-endian (native on our targets).
   const char order = array.dtype().byteorder();
@@ -78,6 +138,7 @@ Tensor tensor_from_numpy(const py::array& array) {
 }
 
 py::array numpy_from_tensor(const Tensor& tensor, bool writeable, bool copy) {
+  if (tensor.dtype() == DType::kString) return strings_to_numpy(tensor);
   const py::dtype dt = numpy_dtype(tensor.dtype());
   std::vector<py::ssize_t> shape(tensor.shape().begin(), tensor.shape().end());
   if (copy) {

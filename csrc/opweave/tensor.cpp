@@ -20,7 +20,14 @@ std::size_t dtype_size(DType dtype) noexcept {
     case DType::kInt64:
       return 8;
     case DType::kBool:
+    case DType::kInt8:
+    case DType::kUInt8:
       return 1;
+    case DType::kInt16:
+    case DType::kFloat16:
+      return 2;
+    case DType::kString:
+      return sizeof(std::string);
   }
   return 0;
 }
@@ -37,12 +44,27 @@ const char* dtype_name(DType dtype) noexcept {
       return "int64";
     case DType::kBool:
       return "bool";
+    case DType::kInt8:
+      return "int8";
+    case DType::kInt16:
+      return "int16";
+    case DType::kUInt8:
+      return "uint8";
+    case DType::kFloat16:
+      return "float16";
+    case DType::kString:
+      return "string";
   }
   return "unknown";
 }
 
 bool dtype_is_floating(DType dtype) noexcept {
-  return dtype == DType::kFloat32 || dtype == DType::kFloat64;
+  return dtype == DType::kFloat32 || dtype == DType::kFloat64 || dtype == DType::kFloat16;
+}
+
+bool dtype_is_integer(DType dtype) noexcept {
+  return dtype == DType::kInt32 || dtype == DType::kInt64 || dtype == DType::kInt8 ||
+         dtype == DType::kInt16 || dtype == DType::kUInt8;
 }
 
 std::string shape_to_string(const Shape& shape) {
@@ -108,6 +130,14 @@ Tensor Tensor::empty(DType dtype, Shape&& shape) {
     throw OpError(ErrorCode::kResourceExhausted,
                   "cannot allocate a tensor of shape " + shape_to_string(t.shape_));
   }
+  if (dtype == DType::kString) {
+    // Objects, not bytes: constructed here and destroyed with the last owner.
+    auto* strings = new std::string[static_cast<std::size_t>(t.numel_)];  // bad_alloc on failure
+    t.data_ = strings;
+    t.owner_ =
+        std::shared_ptr<void>(strings, [](void* p) { delete[] static_cast<std::string*>(p); });
+    return t;
+  }
   std::size_t bytes = static_cast<std::size_t>(t.numel_) * item;
   if (bytes <= kSmallBufferBytes) {
     std::shared_ptr<SmallBuffer> block = std::make_shared<SmallBuffer>();  // bad_alloc on failure
@@ -130,7 +160,7 @@ Tensor Tensor::empty(DType dtype, Shape&& shape) {
 
 Tensor Tensor::zeros(DType dtype, const Shape& shape) {
   Tensor t = empty(dtype, shape);
-  std::memset(t.data_, 0, t.nbytes());
+  if (dtype != DType::kString) std::memset(t.data_, 0, t.nbytes());  // strings start empty
   return t;
 }
 
@@ -165,6 +195,7 @@ bool Tensor::sole_owner() const noexcept {
 }
 
 bool Tensor::is_contiguous() const noexcept {
+  if (numel_ == 0) return true;  // no element to be out of place
   std::int64_t expected = 1;
   for (std::size_t i = shape_.size(); i-- > 0;) {
     if (shape_[i] != 1 && strides_[i] != expected) return false;
@@ -174,11 +205,33 @@ bool Tensor::is_contiguous() const noexcept {
 }
 
 namespace {
+// Copies a strided string tensor element by element (objects, not bytes).
+void copy_strided_strings(const Tensor& src, std::string* dst) {
+  const int nd = src.ndim();
+  std::vector<std::int64_t> index(static_cast<std::size_t>(nd), 0);
+  const std::string* base = src.data<std::string>();
+  for (std::int64_t k = 0; k < src.numel(); ++k) {
+    std::int64_t offset = 0;
+    for (int d = 0; d < nd; ++d)
+      offset += index[static_cast<std::size_t>(d)] * src.strides()[static_cast<std::size_t>(d)];
+    dst[k] = base[offset];
+    for (int d = nd - 1; d >= 0; --d) {
+      auto& i = index[static_cast<std::size_t>(d)];
+      if (++i < src.shape()[static_cast<std::size_t>(d)]) break;
+      i = 0;
+    }
+  }
+}
+
 // Copies a strided tensor into contiguous memory, one innermost row at a time.
 void copy_strided(const Tensor& src, char* dst) {
   const std::size_t item = dtype_size(src.dtype());
   const int nd = src.ndim();
   if (src.numel() == 0) return;
+  if (src.dtype() == DType::kString) {
+    copy_strided_strings(src, reinterpret_cast<std::string*>(dst));
+    return;
+  }
   if (nd == 0) {
     std::memcpy(dst, src.raw_data(), item);
     return;

@@ -13,16 +13,34 @@
 #include <vector>
 
 #include "opweave/errors.h"
+#include "opweave/half.h"
 
 namespace opweave {
 
-enum class DType : std::uint8_t { kFloat32 = 0, kFloat64 = 1, kInt32 = 2, kInt64 = 3, kBool = 4 };
+// The element types. Numbers are stored as their C++ types (bool as one byte, float16 as the IEEE
+// binary16 bits in a Half); string elements are std::string objects (byte strings, as
+// TensorFlow's tf.string), constructed and destroyed with the buffer.
+enum class DType : std::uint8_t {
+  kFloat32 = 0,
+  kFloat64 = 1,
+  kInt32 = 2,
+  kInt64 = 3,
+  kBool = 4,
+  kInt8 = 5,
+  kInt16 = 6,
+  kUInt8 = 7,
+  kFloat16 = 8,
+  kString = 9,
+};
+inline constexpr int kNumDTypes = 10;
 
 using Shape = std::vector<std::int64_t>;
 
 std::size_t dtype_size(DType dtype) noexcept;
-const char* dtype_name(DType dtype) noexcept;  // "float32", "float64", "int32", "int64", "bool"
-bool dtype_is_floating(DType dtype) noexcept;
+// "float32", "float64", "int32", "int64", "bool", "int8", "int16", "uint8", "float16", "string"
+const char* dtype_name(DType dtype) noexcept;
+bool dtype_is_floating(DType dtype) noexcept;     // float16, float32, float64
+bool dtype_is_integer(DType dtype) noexcept;      // int8, int16, int32, int64, uint8
 std::string shape_to_string(const Shape& shape);  // "[2, 3]"
 std::int64_t shape_numel(const Shape& shape);
 Shape contiguous_strides(const Shape& shape);  // row-major element strides
@@ -50,6 +68,26 @@ template <>
 struct DTypeOf<bool> {
   static constexpr DType value = DType::kBool;
 };
+template <>
+struct DTypeOf<std::int8_t> {
+  static constexpr DType value = DType::kInt8;
+};
+template <>
+struct DTypeOf<std::int16_t> {
+  static constexpr DType value = DType::kInt16;
+};
+template <>
+struct DTypeOf<std::uint8_t> {
+  static constexpr DType value = DType::kUInt8;
+};
+template <>
+struct DTypeOf<Half> {
+  static constexpr DType value = DType::kFloat16;
+};
+template <>
+struct DTypeOf<std::string> {
+  static constexpr DType value = DType::kString;
+};
 
 // Not thread-safe for concurrent mutation of the same handle; distinct handles (even sharing a
 // buffer) may be read from many threads.
@@ -59,7 +97,8 @@ class Tensor {
 
   // A new contiguous, uninitialised buffer: 64-byte aligned, except buffers of at most 64 bytes,
   // which are 16-byte aligned and share one allocation with their reference count. Throws
-  // OpError(kResourceExhausted) when the allocation fails or the size overflows.
+  // OpError(kResourceExhausted) when the allocation fails or the size overflows. String tensors
+  // are the exception: their elements are constructed (empty strings).
   static Tensor empty(DType dtype, const Shape& shape);
   static Tensor empty(DType dtype, Shape&& shape);
   static Tensor zeros(DType dtype, const Shape& shape);

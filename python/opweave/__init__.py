@@ -24,7 +24,7 @@ except ImportError as exc:  # pragma: no cover - exercised only on broken instal
         f"{exc}"
     ) from exc
 
-from . import config, errors, kernels, models, timeline, tuning
+from . import config, errors, kernels, models, nn, ops, timeline, tuning
 from ._memory import BufferCacheInfo, buffer_cache_info, empty_buffer_cache
 from ._pool import parallel_info
 from ._threadpoolctl import register as _register_threadpoolctl
@@ -42,7 +42,22 @@ from .config import (
     RunOptions,
     ThreadPoolOptionProto,
 )
-from .dtypes import DType, as_dtype, bool_, float32, float64, int32, int64
+from .dtypes import (
+    DType,
+    as_dtype,
+    bool_,
+    double,
+    float16,
+    float32,
+    float64,
+    half,
+    int8,
+    int16,
+    int32,
+    int64,
+    string,
+    uint8,
+)
 from .framework import (
     Graph,
     Operation,
@@ -53,45 +68,24 @@ from .framework import (
     name_scope,
     reset_default_graph,
 )
-from .ops import (
-    add,
-    add_n,
-    cast,
-    constant,
-    convert_to_tensor,
-    div,
-    exp,
-    group,
-    identity,
-    matmul,
-    maximum,
-    mul,
-    neg,
-    no_op,
-    placeholder,
-    py_function,
-    reduce_max,
-    reduce_mean,
-    reduce_min,
-    reduce_sum,
-    relu,
-    reshape,
-    sigmoid,
-    sub,
-    tanh,
-    transpose,
-    truediv,
-)
+from .ops import REGISTRY as _OP_REGISTRY  # noqa: F401  (every op is defined on import)
+from .ops import executing_eagerly, gradients
+from .ops.array_ops import *  # noqa: F403
+from .ops.control_flow_ops import *  # noqa: F403
+from .ops.math_ops import *  # noqa: F403
+from .ops.nn_ops import relu
+from .ops.script_ops import *  # noqa: F403
 from .session import Session, get_default_session
+from .tensor_shape import Dimension, TensorShape
 from .tuning import tune
 
 bool = bool_
 
 __all__ = [
-    # graph API (issue 3) and thread controls (issue 7), sorted together
     "BufferCacheInfo",
     "ConfigProto",
     "DType",
+    "Dimension",
     "Graph",
     "Operation",
     "PoolConfigWarning",
@@ -99,70 +93,59 @@ __all__ = [
     "RunOptions",
     "Session",
     "Tensor",
+    "TensorShape",
     "ThreadPoolOptionProto",
     "__version__",
-    "add",
-    "add_n",
     "as_dtype",
     "bool",
     "bool_",
     "buffer_cache_info",
-    "cast",
     "config",
-    "constant",
     "control_dependencies",
-    "convert_to_tensor",
     "device",
-    "div",
+    "double",
     "empty_buffer_cache",
     "errors",
-    "exp",
+    "float16",
     "float32",
     "float64",
     "get_default_graph",
     "get_default_session",
     "get_num_interop_threads",
     "get_num_threads",
-    "group",
-    "identity",
+    "half",
+    "int8",
+    "int16",
     "int32",
     "int64",
     "kernels",
-    "matmul",
-    "maximum",
     "models",
-    "mul",
     "name_scope",
-    "neg",
-    "no_op",
+    "nn",
     "parallel_info",
-    "placeholder",
-    "py_function",
-    "reduce_max",
-    "reduce_mean",
-    "reduce_min",
-    "reduce_sum",
-    "relu",
     "reset_default_graph",
-    "reshape",
     "set_num_interop_threads",
     "set_num_threads",
-    "sigmoid",
-    "sub",
-    "tanh",
+    "string",
     "threads",
     "timeline",
-    "transpose",
-    "truediv",
     "tune",
     "tuning",
+    "uint8",
 ]
+
+__all__ += ["executing_eagerly", "gradients", "relu"]
+__all__ += ops.array_ops.__all__
+__all__ += ops.control_flow_ops.__all__
+__all__ += ops.math_ops.__all__
+__all__ += ops.script_ops.__all__
 
 # At interpreter exit (after non-daemon threads were joined, before finalization starts): refuse
 # new calls into the core, cancel the runs still in flight in daemon threads and wait for every
 # GIL-released call (runs, kernels) to have the GIL back; a thread that met the finalizing
 # interpreter inside C++ would abort the process (csrc/bindings/interpreter_exit.h). Bounded: a
 # py_function that never returns cannot be cancelled.
+
 atexit.register(_core.close_runs_for_exit, 10.0)
 del atexit
 

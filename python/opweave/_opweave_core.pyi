@@ -18,6 +18,11 @@ class DType:
     int32: DType
     int64: DType
     bool: DType
+    int8: DType
+    int16: DType
+    uint8: DType
+    float16: DType
+    string: DType
     @property
     def name(self) -> str: ...
     @property
@@ -77,34 +82,21 @@ def close_runs_for_exit(timeout_s: float) -> bool: ...
 
 # --- kernels (csrc/bindings/kernel_bindings.cpp) ---
 
-def matmul(
+def run_op(
+    op: str,
+    inputs: Sequence[np.ndarray[Any, Any]],
+    attrs: dict[str, Any],
+    num_outputs: int,
+    num_threads: int = ...,
+) -> list[np.ndarray[Any, Any]]: ...
+def matmul_into(
     a: np.ndarray[Any, Any],
     b: np.ndarray[Any, Any],
-    transpose_a: bool = ...,
-    transpose_b: bool = ...,
-    out: np.ndarray[Any, Any] | None = ...,
+    transpose_a: bool,
+    transpose_b: bool,
+    out: np.ndarray[Any, Any],
     num_threads: int = ...,
-) -> np.ndarray[Any, Any]: ...
-def reduce(
-    op: str,
-    x: np.ndarray[Any, Any],
-    axes: Sequence[int] | None = ...,
-    keepdims: bool = ...,
-    num_threads: int = ...,
-) -> np.ndarray[Any, Any]: ...
-def binary(
-    op: str, a: np.ndarray[Any, Any], b: np.ndarray[Any, Any], num_threads: int = ...
-) -> np.ndarray[Any, Any]: ...
-def unary(op: str, x: np.ndarray[Any, Any], num_threads: int = ...) -> np.ndarray[Any, Any]: ...
-def add_n(
-    inputs: Sequence[np.ndarray[Any, Any]], num_threads: int = ...
-) -> np.ndarray[Any, Any]: ...
-def cast(
-    x: np.ndarray[Any, Any], dtype: np.dtype[Any], num_threads: int = ...
-) -> np.ndarray[Any, Any]: ...
-def transpose(
-    x: np.ndarray[Any, Any], perm: Sequence[int] = ..., num_threads: int = ...
-) -> np.ndarray[Any, Any]: ...
+) -> None: ...
 def gemm_isa(dtype: str) -> str: ...
 
 # --- pool (csrc/bindings/pool_bindings.cpp) ---

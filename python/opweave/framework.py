@@ -8,8 +8,8 @@ a :class:`opweave.Session` runs them.
 >>> with g.as_default():
 ...     x = ow.placeholder(ow.float32, shape=(None, 2), name="x")
 ...     y = x * 2.0
->>> y.name, y.shape
-('mul:0', (None, 2))
+>>> y.name, y.shape.as_list()
+('mul:0', [None, 2])
 """
 
 from __future__ import annotations
@@ -17,11 +17,12 @@ from __future__ import annotations
 import contextlib
 import re
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from . import _opweave_core as _core
 from .dtypes import DType
+from .tensor_shape import TensorShape, as_shape
 
 __all__ = [
     "Graph",
@@ -33,11 +34,21 @@ __all__ = [
     "format_shape",
     "get_default_graph",
     "name_scope",
+    "register_operator",
     "reset_default_graph",
 ]
 
 #: A static shape: a tuple of dims (``None`` = unknown dim), or ``None`` for an unknown rank.
 Shape = tuple[int | None, ...] | None
+
+# Operator functions (``__add__`` -> a function building an Add) registered by the ops package.
+_OPERATORS: dict[str, Callable[..., Tensor]] = {}
+
+
+def register_operator(name: str, fn: Callable[..., Tensor]) -> None:
+    """Make ``Tensor.<name>`` (e.g. ``"__add__"``) build its op with ``fn``."""
+    _OPERATORS[name] = fn
+
 
 _VALID_NAME = re.compile(r"^[A-Za-z0-9.][A-Za-z0-9_.\-/>]*$")
 
@@ -64,14 +75,17 @@ class Tensor:
         Which output of ``op`` it is.
     dtype : DType
         Its element type.
-    shape : tuple of (int or None), or None
-        Its static shape (``None`` dims are unknown; ``None`` means the rank is unknown).
+    shape : TensorShape
+        Its static shape (unknown dims are None; the rank may be unknown).
 
     Notes
     -----
-    The operators ``+ - * @`` and unary ``-`` build :func:`~opweave.add`, ``sub``, ``mul``,
-    ``matmul`` and ``neg`` ops; ``/`` builds :func:`~opweave.truediv` (int32/int64 operands are
-    divided as float64, as in TensorFlow 1), not the flooring :func:`~opweave.div`.
+    Python's operators build ops as in TensorFlow 1: ``+ - * @ ** //`` and ``%`` build
+    ``add``, ``subtract``, ``multiply``, ``matmul``, ``pow``, ``floordiv`` and ``floormod``; ``/``
+    builds :func:`~opweave.truediv` (integer operands are divided as floats), ``< <= > >=``
+    comparisons, ``& | ^ ~`` logical ops on bool tensors, ``-x`` and ``abs(x)`` negation and
+    absolute value, and ``x[...]`` a strided slice. ``==`` compares tensors by identity, as in
+    TensorFlow 1 (use :func:`~opweave.equal` for element-wise equality).
     """
 
     # Tensors compare by identity (as in TensorFlow 1), so they work as feed_dict keys.
@@ -81,7 +95,26 @@ class Tensor:
         self.op = op
         self.value_index = value_index
         self.dtype = dtype
-        self.shape = shape
+        self._shape = shape
+
+    @property
+    def shape(self) -> TensorShape:
+        """The static shape (unknown dimensions are None; the rank may be unknown)."""
+        return TensorShape(self._shape)
+
+    def set_shape(self, shape: Any) -> None:
+        """Make the static shape more specific; ValueError when ``shape`` is incompatible."""
+        merged = self.shape.merge_with(as_shape(shape))
+        self._shape = merged.as_raw()
+
+    @property
+    def consumers_count(self) -> int:
+        """How many inputs of other ops read this tensor."""
+        return sum(1 for op in self.graph.get_operations() for t in op.inputs if t is self)
+
+    def consumers(self) -> list[Operation]:
+        """The ops that read this tensor."""
+        return [op for op in self.graph.get_operations() if any(t is self for t in op.inputs)]
 
     @property
     def name(self) -> str:
@@ -98,7 +131,7 @@ class Tensor:
         """The device requested for the producing op ('' = the session picks)."""
         return self.op.device
 
-    def get_shape(self) -> Shape:
+    def get_shape(self) -> TensorShape:
         """The static shape (same as :attr:`shape`)."""
         return self.shape
 
@@ -111,66 +144,122 @@ class Tensor:
 
     def __repr__(self) -> str:
         return (
-            f"<opweave.Tensor '{self.name}' shape={format_shape(self.shape)} "
+            f"<opweave.Tensor '{self.name}' shape={format_shape(self._shape)} "
             f"dtype={self.dtype.name}>"
         )
 
-    # Operator overloads build graph ops (imported lazily: ops imports this module).
+    # Operators build graph ops through functions the ops package registers (register_operator):
+    # this module never imports the ops, so there is no import cycle.
     def __add__(self, other: Any) -> Tensor:
-        from . import ops
-
-        return ops.add(self, other)
+        return _OPERATORS["__add__"](self, other)
 
     def __radd__(self, other: Any) -> Tensor:
-        from . import ops
-
-        return ops.add(other, self)
+        return _OPERATORS["__add__"](other, self)
 
     def __sub__(self, other: Any) -> Tensor:
-        from . import ops
-
-        return ops.sub(self, other)
+        return _OPERATORS["__sub__"](self, other)
 
     def __rsub__(self, other: Any) -> Tensor:
-        from . import ops
-
-        return ops.sub(other, self)
+        return _OPERATORS["__sub__"](other, self)
 
     def __mul__(self, other: Any) -> Tensor:
-        from . import ops
-
-        return ops.mul(self, other)
+        return _OPERATORS["__mul__"](self, other)
 
     def __rmul__(self, other: Any) -> Tensor:
-        from . import ops
+        return _OPERATORS["__mul__"](other, self)
 
-        return ops.mul(other, self)
-
-    # ``/`` is TensorFlow 1's truediv under Python 3: integer tensors divide as float64.
     def __truediv__(self, other: Any) -> Tensor:
-        from . import ops
-
-        return ops.truediv(self, other)
+        return _OPERATORS["__truediv__"](self, other)
 
     def __rtruediv__(self, other: Any) -> Tensor:
-        from . import ops
+        return _OPERATORS["__truediv__"](other, self)
 
-        return ops.truediv(other, self)
+    def __floordiv__(self, other: Any) -> Tensor:
+        return _OPERATORS["__floordiv__"](self, other)
+
+    def __rfloordiv__(self, other: Any) -> Tensor:
+        return _OPERATORS["__floordiv__"](other, self)
+
+    def __mod__(self, other: Any) -> Tensor:
+        return _OPERATORS["__mod__"](self, other)
+
+    def __rmod__(self, other: Any) -> Tensor:
+        return _OPERATORS["__mod__"](other, self)
+
+    def __pow__(self, other: Any) -> Tensor:
+        return _OPERATORS["__pow__"](self, other)
+
+    def __rpow__(self, other: Any) -> Tensor:
+        return _OPERATORS["__pow__"](other, self)
 
     def __matmul__(self, other: Any) -> Tensor:
-        from . import ops
-
-        return ops.matmul(self, other)
+        return _OPERATORS["__matmul__"](self, other)
 
     def __rmatmul__(self, other: Any) -> Tensor:
-        from . import ops
-
-        return ops.matmul(other, self)
+        return _OPERATORS["__matmul__"](other, self)
 
     def __neg__(self) -> Tensor:
-        from . import ops
+        return _OPERATORS["__neg__"](self)
 
-        return ops.neg(self)
+    def __abs__(self) -> Tensor:
+        return _OPERATORS["__abs__"](self)
+
+    def __invert__(self) -> Tensor:
+        return _OPERATORS["__invert__"](self)
+
+    def __and__(self, other: Any) -> Tensor:
+        return _OPERATORS["__and__"](self, other)
+
+    def __rand__(self, other: Any) -> Tensor:
+        return _OPERATORS["__and__"](other, self)
+
+    def __or__(self, other: Any) -> Tensor:
+        return _OPERATORS["__or__"](self, other)
+
+    def __ror__(self, other: Any) -> Tensor:
+        return _OPERATORS["__or__"](other, self)
+
+    def __xor__(self, other: Any) -> Tensor:
+        return _OPERATORS["__xor__"](self, other)
+
+    def __rxor__(self, other: Any) -> Tensor:
+        return _OPERATORS["__xor__"](other, self)
+
+    def __lt__(self, other: Any) -> Tensor:
+        return _OPERATORS["__lt__"](self, other)
+
+    def __le__(self, other: Any) -> Tensor:
+        return _OPERATORS["__le__"](self, other)
+
+    def __gt__(self, other: Any) -> Tensor:
+        return _OPERATORS["__gt__"](self, other)
+
+    def __ge__(self, other: Any) -> Tensor:
+        return _OPERATORS["__ge__"](self, other)
+
+    def __getitem__(self, key: Any) -> Tensor:
+        return _OPERATORS["__getitem__"](self, key)
+
+    def __iter__(self) -> Iterator[Tensor]:
+        shape = self._shape
+        if shape is None or not shape or shape[0] is None:
+            raise TypeError(
+                f"Tensor {self.name!r} is not iterable: its first dimension must be known "
+                f"(shape {format_shape(shape)})"
+            )
+        return (self[i] for i in range(shape[0]))
+
+    def __len__(self) -> int:
+        raise TypeError(
+            f"len is not well defined for symbolic Tensors ({self.name!r}); "
+            "use opweave.shape(x)[0] or x.shape[0]"
+        )
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> Any:
+        raise TypeError(
+            f"Cannot convert a symbolic Tensor ({self.name}) to a numpy array: its value exists "
+            "only inside Session.run"
+        )
 
     def __bool__(self) -> bool:
         raise TypeError(
@@ -219,6 +308,28 @@ class Operation:
 
     def __repr__(self) -> str:
         return f"<opweave.Operation '{self.name}' type={self.type}>"
+
+    def values(self) -> tuple[Tensor, ...]:
+        """The outputs (TensorFlow's ``Operation.values()``)."""
+        return self.outputs
+
+    def get_attr(self, name: str) -> Any:
+        """The value of attribute ``name``; ValueError when the op has none of that name."""
+        if name not in self.attrs:
+            raise ValueError(f"Operation {self.name!r} has no attr named {name!r}.")
+        return self.attrs[name]
+
+    @property
+    def node_def(self) -> dict[str, Any]:
+        """The node as a dict with TensorFlow's NodeDef fields (name, op, input, device, attr)."""
+        return {
+            "name": self.name,
+            "op": self.type,
+            "input": [t.name if t.value_index else t.op.name for t in self.inputs]
+            + [f"^{c.name}" for c in self.control_inputs],
+            "device": self.device,
+            "attr": dict(self.attrs),
+        }
 
     def run(self, feed_dict: Any = None, session: Any = None) -> None:
         """Run this op: ``session.run(self, feed_dict)`` (default: the current session)."""
@@ -271,6 +382,55 @@ class Graph:
         self._by_name: dict[str, Operation] = {}
         self._names_in_use: dict[str, int] = {}
         self._scope = threading.local()
+        self._collections: dict[str, list[Any]] = {}
+        self._finalized = False
+        #: The graph-level random seed (``opweave.set_random_seed``); None when unset.
+        self.seed: int | None = None
+
+    # -- collections (TensorFlow's GraphKeys: variables, train ops, ...) ------------------------
+    def add_to_collection(self, name: str, value: Any) -> None:
+        """Append ``value`` to the collection ``name``."""
+        with self._lock:
+            self._collections.setdefault(name, []).append(value)
+
+    def add_to_collections(self, names: Iterable[str] | str, value: Any) -> None:
+        """Append ``value`` to each collection in ``names`` (a name or several)."""
+        for n in [names] if isinstance(names, str) else set(names):
+            self.add_to_collection(n, value)
+
+    def get_collection_ref(self, name: str) -> list[Any]:
+        """The collection ``name`` itself (a list that may be changed in place)."""
+        with self._lock:
+            return self._collections.setdefault(name, [])
+
+    def get_collection(self, name: str, scope: str | None = None) -> list[Any]:
+        """A copy of the collection ``name``, filtered to items whose name starts with
+        ``scope`` (a regular expression matched at the start of the name) when given."""
+        with self._lock:
+            items = list(self._collections.get(name, []))
+        if scope is None:
+            return items
+        pattern = re.compile(scope)
+        return [i for i in items if hasattr(i, "name") and pattern.match(str(i.name))]
+
+    def get_all_collection_keys(self) -> list[str]:
+        """The names of the non-empty collections."""
+        with self._lock:
+            return [k for k, v in self._collections.items() if v]
+
+    def clear_collection(self, name: str) -> None:
+        """Empty the collection ``name``."""
+        with self._lock:
+            self._collections.pop(name, None)
+
+    def finalize(self) -> None:
+        """Make the graph read-only: adding an op afterwards is a RuntimeError."""
+        self._finalized = True
+
+    @property
+    def finalized(self) -> bool:
+        """True once :meth:`finalize` was called."""
+        return self._finalized
 
     # -- per-thread construction scopes ---------------------------------------------------------
     def _stack(self, key: str) -> list[Any]:
@@ -375,7 +535,14 @@ class Graph:
         for t in inputs:
             if t.graph is not self:
                 raise ValueError(
-                    f"{op_type} op '{name}': input {t.name!r} is from a different graph"
+                    f"{op_type} op '{name}': input {t.name!r} is from a different graph "
+                    f"({t.graph!r}) than the op ({self!r})"
+                )
+        for c in control_inputs:
+            if c.graph is not self:
+                raise ValueError(
+                    f"{op_type} op '{name}': control input {c.name!r} is from a different graph "
+                    f"({c.graph!r}) than the op ({self!r})"
                 )
         full = unique_name if unique_name is not None else self.unique_name(name)
         if not _VALID_NAME.match(full):
@@ -386,10 +553,10 @@ class Graph:
                 deps.append(c)
         devices = self._stack("device")
         device = devices[-1] if devices else ""
-        core_attrs = {k: (v._core if isinstance(v, DType) else v) for k, v in attrs.items()}
-        if "Tout" in core_attrs:
-            core_attrs["Tout"] = [d._core for d in attrs["Tout"]]
+        core_attrs = _core_attrs(attrs)
         with self._lock:
+            if self._finalized:
+                raise RuntimeError("Graph is finalized and cannot be modified.")
             if full in self._by_name:
                 raise ValueError(f"duplicate op name {full!r}")
             node_id = self._core.add_node(
@@ -447,6 +614,22 @@ class Graph:
                 return self.get_tensor_by_name(obj)
             return self.get_operation_by_name(obj)
         raise TypeError(f"Can not convert a {type(obj).__name__} into a Tensor or Operation.")
+
+
+def _core_attrs(attrs: dict[str, Any]) -> dict[str, Any]:
+    """The attributes the C++ kernels read: dtypes as core enums; Python-only values (static
+    shapes, None, names starting with ``_``) stay on the Python Operation."""
+    out: dict[str, Any] = {}
+    for k, v in attrs.items():
+        if k.startswith("_") or v is None or isinstance(v, TensorShape):
+            continue
+        if isinstance(v, DType):
+            out[k] = v._core
+        elif isinstance(v, (list, tuple)) and v and isinstance(v[0], DType):
+            out[k] = [d._core for d in v]
+        else:
+            out[k] = v
+    return out
 
 
 _thread_defaults = threading.local()

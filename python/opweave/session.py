@@ -349,10 +349,10 @@ class Session:
             raise TypeError(
                 f"Cannot feed value for Tensor {t.name!r} of dtype {t.dtype.name}: {e}"
             ) from None
-        if not _compatible(t.shape, arr.shape):
+        if not _compatible(t._shape, arr.shape):
             raise ValueError(
                 f"Cannot feed value of shape {arr.shape} for Tensor {t.name!r}, which has "
-                f"shape '{_tf_shape(t.shape)}'"
+                f"shape '{_tf_shape(t._shape)}'"
             )
         return (t.op._id, t.value_index, arr)
 

@@ -18,7 +18,7 @@ then turn its step stats into a file that ``chrome://tracing`` or https://ui.per
 ...                  run_metadata=meta)
 >>> trace = json.loads(Timeline(meta.step_stats).generate_chrome_trace_format())
 >>> sorted(e["name"] for e in trace["traceEvents"] if e.get("cat") == "Op")
-['MatMul', 'total']
+['Const', 'MatMul', 'total']
 >>> [e["args"]["flops"] for e in trace["traceEvents"] if e.get("name") == "MatMul"]
 [524288]
 

@@ -116,11 +116,12 @@ void name_threads(const RunRequest& req, bool run_inline) {
 // `outstanding` reached zero, so every task that captured `this` has finished touching it.
 struct Executor::Run {
   Run(const CompiledGraph& graph, const RunRequest& request, bool run_inline,
-      const std::atomic<bool>& executor_closed)
+      const std::atomic<bool>& executor_closed, SessionState* session_state)
       : g(graph),
         req(request),
         inline_mode(run_inline),
         closed(executor_closed),
+        state(session_state),
         run_sequence(graph.next_run_sequence()),
         pending(new std::atomic<int>[static_cast<std::size_t>(graph.num_nodes())]),
         readers(new std::atomic<int>[static_cast<std::size_t>(graph.num_slots())]),
@@ -145,6 +146,7 @@ struct Executor::Run {
   const RunRequest& req;
   const bool inline_mode;
   const std::atomic<bool>& closed;   // the executor's close() flag
+  SessionState* const state;         // the session's state for stateful kernels
   const std::uint32_t run_sequence;  // picks which cheap nodes this run times
   std::unique_ptr<std::atomic<int>[]> pending;
   // Readers still to finish with each slot. Only slots with more than one reader use it.
@@ -249,9 +251,13 @@ struct Executor::Run {
     // Inputs are read in place (a slot is cleared only once its last reader's kernel returned);
     // outputs go straight to their slots, which no reader looks at before this node finishes.
     KernelContext ctx{
-        *node.def, InputList(slots.data(), node.input_slots.data(), node.input_slots.size()),
+        *node.def,
+        InputList(slots.data(), node.input_slots.data(), node.input_slots.size()),
         OutputList(slots.data() + node.output_slot, static_cast<std::size_t>(node.num_outputs)),
-        req.intra_pool, node.sole_reader_inputs};
+        req.intra_pool,
+        node.sole_reader_inputs,
+        state,
+        &cancelled};
     // Before the kernel: it may forward an input's buffer into an output (moving it).
     if (req.observer) req.observer->on_start(n, *node.def, now_nanos(), ctx.inputs);
     // A traced node's parallel_for chunks report to the observer; an untraced one (also in a run
@@ -483,7 +489,8 @@ struct Executor::Run {
   }
 };
 
-Executor::Executor(std::shared_ptr<const Graph> graph) : graph_(std::move(graph)) {}
+Executor::Executor(std::shared_ptr<const Graph> graph)
+    : graph_(std::move(graph)), state_(std::make_shared<SessionState>()) {}
 
 bool Executor::in_node() noexcept { return t_node_depth > 0; }
 
@@ -536,7 +543,7 @@ std::vector<Tensor> Executor::run(const RunRequest& request) {
   }
   const bool run_inline = request.inter_pool == nullptr || in_node();
   if (request.observer) name_threads(request, run_inline);
-  Run run(*g, request, run_inline, closed_);
+  Run run(*g, request, run_inline, closed_, state_.get());
   for (std::size_t i = 0; i < feeds.size(); ++i) run.slots[i] = feeds[i]->second;
   run.run_all();
 

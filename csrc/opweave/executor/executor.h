@@ -28,6 +28,7 @@
 #include "opweave/errors.h"
 #include "opweave/executor/compiled_graph.h"
 #include "opweave/executor/observer.h"
+#include "opweave/executor/session_state.h"
 #include "opweave/graph/graph.h"
 #include "opweave/thread_pool.h"
 
@@ -93,10 +94,14 @@ class Executor {
   // workers from inside a worker could deadlock when every worker is busy waiting.
   static bool in_node() noexcept;
 
+  // The state the session's stateful ops keep between runs (variables, random generators).
+  SessionState& state() noexcept { return *state_; }
+
  private:
   struct Run;
 
   std::shared_ptr<const Graph> graph_;
+  std::shared_ptr<SessionState> state_;
   std::atomic<bool> closed_{false};
   mutable std::mutex cache_mutex_;  // guards cache_: concurrent runs look up and insert
   std::map<std::vector<int>, std::shared_ptr<const CompiledGraph>> cache_;

@@ -6,6 +6,7 @@
 //   }, CostHint::kCheap});
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -13,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "opweave/executor/session_state.h"
 #include "opweave/graph/graph.h"
 #include "opweave/tensor.h"
 #include "opweave/thread_pool.h"
@@ -84,6 +86,19 @@ struct KernelContext {
   ThreadPool* intra_pool;  // the pool for parallelism inside this op (null = serial)
   // Bit i set: this node is the only reader of input i's value (see forwardable_input).
   std::uint32_t sole_reader_inputs = 0;
+  // The session's state for stateful ops (variables, random generators); null when the kernel
+  // runs outside a session (opweave.kernels), where stateful ops are not offered.
+  SessionState* state = nullptr;
+  // Set when the run is cancelled (deadline, Ctrl-C, close): long kernels may poll it between
+  // pieces of work and stop early; their outputs are dropped anyway. Null: never cancelled.
+  const std::atomic<bool>* cancelled = nullptr;
+
+  bool cancel_requested() const noexcept {
+    // Relaxed: a hint to stop early; nothing is published through the flag.
+    return cancelled != nullptr && cancelled->load(std::memory_order_relaxed);
+  }
+  // The state, or OpError(kFailedPrecondition) naming the node when there is none.
+  SessionState& session_state() const;
 
   // Input i's tensor when the kernel may write its result into that tensor's buffer and return
   // it as an output (std::move it into outputs[k]): this node is the only reader of the value and
@@ -98,6 +113,14 @@ struct KernelContext {
 
 using Kernel = std::function<void(KernelContext&)>;
 
+// The values of an integer input (int32 or int64, a scalar or a vector) such as a shape, axes or
+// a permutation; `what` names it in the error, which also names the node.
+std::vector<std::int64_t> int_list_input(const KernelContext& ctx, std::size_t i, const char* what);
+// One integer input (a scalar or a one-element vector, int32 or int64).
+std::int64_t int_scalar_input(const KernelContext& ctx, std::size_t i, const char* what);
+// "Node 'name' (op: 'Type'): message" as an InvalidArgument error.
+[[noreturn]] void throw_node_error(const NodeDef& node, const std::string& message);
+
 // kCheap: always inline (no queue hop is worth it); kExpensive: always spread over the inter-op
 // pool; kMeasure: start as expensive, then let the measured moving-average cost decide.
 enum class CostHint { kCheap, kExpensive, kMeasure };
@@ -105,6 +128,13 @@ enum class CostHint { kCheap, kExpensive, kMeasure };
 struct KernelDef {
   std::function<Kernel(const NodeDef&)> make;  // may throw OpError for invalid attributes
   CostHint cost = CostHint::kMeasure;
+  // Keeps state in the session between runs (variables, random ops): the graph optimizer and
+  // the eager kernel calls must not treat it as a pure function of its inputs.
+  bool stateful = false;
+  // The kernel computes in float32 only: float16 inputs are widened to float32 before it runs
+  // and its float32 outputs rounded back to float16 (math on half is done in float, as on
+  // CPUs without half arithmetic).
+  bool float16_via_float32 = false;
 };
 
 // Thread-safe. Registering an op type again replaces it (the bindings register PyFunc late).

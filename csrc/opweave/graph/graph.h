@@ -24,7 +24,8 @@ namespace opweave {
 using HostFunction = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
 
 using AttrValue = std::variant<std::int64_t, double, bool, std::string, std::vector<std::int64_t>,
-                               Tensor, DType, std::vector<DType>, std::shared_ptr<HostFunction>>;
+                               Tensor, DType, std::vector<DType>, std::shared_ptr<HostFunction>,
+                               std::vector<double>, std::vector<std::string>>;
 
 // One output of one node.
 struct TensorId {

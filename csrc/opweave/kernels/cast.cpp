@@ -10,12 +10,15 @@
 namespace opweave {
 namespace {
 
-using kernel_detail::dispatch_all;
+using kernel_detail::dispatch_with_half;
 using kernel_detail::kElementwiseParallelThreshold;
 using kernel_detail::StridedLoop;
 
 template <typename To, typename From>
-To convert(From v) {
+To convert(From v);
+
+template <typename To, typename From>
+To convert_number(From v) {
   if constexpr (std::is_same_v<To, bool>) {
     return v != From(0);  // NaN != 0, so NaN -> true as in NumPy
   } else if constexpr (std::is_floating_point_v<From> && std::is_integral_v<To>) {
@@ -31,15 +34,39 @@ To convert(From v) {
   }
 }
 
+// float16 goes through float: every half is exactly a float, and a float rounds to the nearest
+// half.
+template <typename To, typename From>
+To convert(From v) {
+  if constexpr (std::is_same_v<From, Half> && std::is_same_v<To, Half>) {
+    return v;
+  } else if constexpr (std::is_same_v<From, Half>) {
+    return convert_number<To>(v.to_float());
+  } else if constexpr (std::is_same_v<To, Half>) {
+    if constexpr (std::is_same_v<From, bool>) {
+      return Half::from_float(v ? 1.0f : 0.0f);
+    } else {
+      return Half::from_float(static_cast<float>(v));
+    }
+  } else {
+    return convert_number<To>(v);
+  }
+}
+
 }  // namespace
 
 Tensor cast(const Tensor& x, DType to, ThreadPool* pool) {
+  if (x.dtype() == DType::kString || to == DType::kString) {
+    if (x.dtype() == to) return x;
+    throw_invalid_argument(std::string("Cast from ") + dtype_name(x.dtype()) + " to " +
+                           dtype_name(to) + " is not supported");
+  }
   Tensor out = Tensor::empty(to, x.shape());
   if (out.numel() == 0) return out;
   const StridedLoop<1> loop(out.shape(), {x.strides()});
-  dispatch_all(x.dtype(), [&](auto from_tag) {
+  dispatch_with_half(x.dtype(), [&](auto from_tag) {
     using From = typename decltype(from_tag)::type;
-    dispatch_all(to, [&](auto to_tag) {
+    dispatch_with_half(to, [&](auto to_tag) {
       using To = typename decltype(to_tag)::type;
       const From* px = x.data<From>();
       To* po = out.data<To>();

@@ -31,10 +31,16 @@ const char* binary_name(BinaryOp op) {
       return "mul";
     case BinaryOp::kDiv:
       return "div";
+    case BinaryOp::kFloorDiv:
+      return "floordiv";
+    case BinaryOp::kTruncDiv:
+      return "truncatediv";
     case BinaryOp::kMaximum:
       return "maximum";
     case BinaryOp::kMinimum:
       return "minimum";
+    case BinaryOp::kReluGrad:
+      return "relu_grad";
   }
   return "binary";
 }
@@ -109,19 +115,27 @@ struct BinaryFn {
       if constexpr (Op == BinaryOp::kAdd) return wrap_add(a, b);
       if constexpr (Op == BinaryOp::kSub) return wrap_sub(a, b);
       if constexpr (Op == BinaryOp::kMul) return wrap_mul(a, b);
-      if constexpr (Op == BinaryOp::kDiv) {
+      if constexpr (Op == BinaryOp::kDiv || Op == BinaryOp::kFloorDiv) {
         if (b == 0) throw_invalid_argument("Integer division by zero");
         return floor_div(a, b);
       }
+      if constexpr (Op == BinaryOp::kTruncDiv) {
+        if (b == 0) throw_invalid_argument("Integer division by zero");
+        if (b == -1) return wrap_sub<T>(0, a);  // avoids the INT_MIN / -1 trap
+        return static_cast<T>(a / b);
+      }
       if constexpr (Op == BinaryOp::kMaximum) return nan_max(a, b);
       if constexpr (Op == BinaryOp::kMinimum) return nan_min(a, b);
+      if constexpr (Op == BinaryOp::kReluGrad) return b > T(0) ? a : T(0);
     } else {
       if constexpr (Op == BinaryOp::kAdd) return a + b;
       if constexpr (Op == BinaryOp::kSub) return a - b;
       if constexpr (Op == BinaryOp::kMul) return a * b;
-      if constexpr (Op == BinaryOp::kDiv) return a / b;
+      if constexpr (Op == BinaryOp::kDiv || Op == BinaryOp::kTruncDiv) return a / b;
+      if constexpr (Op == BinaryOp::kFloorDiv) return std::floor(a / b);
       if constexpr (Op == BinaryOp::kMaximum) return nan_max(a, b);
       if constexpr (Op == BinaryOp::kMinimum) return nan_min(a, b);
+      if constexpr (Op == BinaryOp::kReluGrad) return b > T(0) ? a : T(0);
     }
   }
 };
@@ -175,10 +189,16 @@ void with_binary_op(BinaryOp op, Fn&& fn) {
       return fn(std::integral_constant<BinaryOp, BinaryOp::kMul>{});
     case BinaryOp::kDiv:
       return fn(std::integral_constant<BinaryOp, BinaryOp::kDiv>{});
+    case BinaryOp::kFloorDiv:
+      return fn(std::integral_constant<BinaryOp, BinaryOp::kFloorDiv>{});
+    case BinaryOp::kTruncDiv:
+      return fn(std::integral_constant<BinaryOp, BinaryOp::kTruncDiv>{});
     case BinaryOp::kMaximum:
       return fn(std::integral_constant<BinaryOp, BinaryOp::kMaximum>{});
     case BinaryOp::kMinimum:
       return fn(std::integral_constant<BinaryOp, BinaryOp::kMinimum>{});
+    case BinaryOp::kReluGrad:
+      return fn(std::integral_constant<BinaryOp, BinaryOp::kReluGrad>{});
   }
 }
 
@@ -323,7 +343,8 @@ Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b, ThreadPool* pool) {
                            dtype_name(a.dtype()) + " " + shape_to_string(a.shape()) + " and " +
                            dtype_name(b.dtype()) + " " + shape_to_string(b.shape()));
   }
-  if (a.dtype() == DType::kBool && (op == BinaryOp::kSub || op == BinaryOp::kDiv)) {
+  if (a.dtype() == DType::kBool && op != BinaryOp::kAdd && op != BinaryOp::kMul &&
+      op != BinaryOp::kMaximum && op != BinaryOp::kMinimum) {
     throw_invalid_argument(std::string(name) + " does not support bool inputs (shapes " +
                            shape_to_string(a.shape()) + " and " + shape_to_string(b.shape()) + ")");
   }

@@ -19,7 +19,13 @@ struct TypeTag {
   using type = T;
 };
 
-// Calls fn(TypeTag<T>{}) with the C++ type of `dtype`.
+[[noreturn]] inline void unsupported_dtype(DType dtype) {
+  throw OpError(ErrorCode::kInvalidArgument,
+                std::string("no kernel for dtype ") + dtype_name(dtype) + " in this op");
+}
+
+// Calls fn(TypeTag<T>{}) with the C++ type of `dtype`, for the numeric types and bool (not
+// float16, which is computed in float32 by the ops that take it, nor string).
 template <typename Fn>
 decltype(auto) dispatch_all(DType dtype, Fn&& fn) {
   switch (dtype) {
@@ -33,8 +39,72 @@ decltype(auto) dispatch_all(DType dtype, Fn&& fn) {
       return fn(TypeTag<std::int64_t>{});
     case DType::kBool:
       return fn(TypeTag<bool>{});
+    case DType::kInt8:
+      return fn(TypeTag<std::int8_t>{});
+    case DType::kInt16:
+      return fn(TypeTag<std::int16_t>{});
+    case DType::kUInt8:
+      return fn(TypeTag<std::uint8_t>{});
+    case DType::kFloat16:
+    case DType::kString:
+      break;
   }
-  throw OpError(ErrorCode::kInternal, "unknown dtype");
+  unsupported_dtype(dtype);
+}
+
+// dispatch_all, plus Half for float16 (for casts and other ops that convert element by element).
+template <typename Fn>
+decltype(auto) dispatch_with_half(DType dtype, Fn&& fn) {
+  if (dtype == DType::kFloat16) return fn(TypeTag<Half>{});
+  return dispatch_all(dtype, std::forward<Fn>(fn));
+}
+
+// Calls fn(TypeTag<T>{}) for float32 and float64 only.
+template <typename Fn>
+decltype(auto) dispatch_float(DType dtype, Fn&& fn) {
+  switch (dtype) {
+    case DType::kFloat32:
+      return fn(TypeTag<float>{});
+    case DType::kFloat64:
+      return fn(TypeTag<double>{});
+    default:
+      break;
+  }
+  unsupported_dtype(dtype);
+}
+
+// Calls fn(TypeTag<T>{}) for the index types int32 and int64.
+template <typename Fn>
+decltype(auto) dispatch_index(DType dtype, Fn&& fn) {
+  switch (dtype) {
+    case DType::kInt32:
+      return fn(TypeTag<std::int32_t>{});
+    case DType::kInt64:
+      return fn(TypeTag<std::int64_t>{});
+    default:
+      break;
+  }
+  unsupported_dtype(dtype);
+}
+
+// Calls fn(TypeTag<T>{}) with an unsigned integer type of the element size of `dtype`, for ops
+// that only move elements (gather, concat, slice, ...): one instantiation per size instead of one
+// per type. Strings are not plain bytes and are handled by those ops separately.
+template <typename Fn>
+decltype(auto) dispatch_by_size(DType dtype, Fn&& fn) {
+  switch (dtype_size(dtype)) {
+    case 1:
+      return fn(TypeTag<std::uint8_t>{});
+    case 2:
+      return fn(TypeTag<std::uint16_t>{});
+    case 4:
+      return fn(TypeTag<std::uint32_t>{});
+    case 8:
+      return fn(TypeTag<std::uint64_t>{});
+    default:
+      break;
+  }
+  unsupported_dtype(dtype);
 }
 
 // Threads that may work on one op: the pool's workers plus the calling thread.

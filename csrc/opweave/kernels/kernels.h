@@ -15,7 +15,12 @@
 
 namespace opweave {
 
-enum class BinaryOp { kAdd, kSub, kMul, kDiv, kMaximum, kMinimum };
+// kDiv: true division for floats, floor division for integers (opweave.kernels.div);
+// kFloorDiv: floor(a / b) for every type (TensorFlow's FloorDiv); kTruncDiv: C++ division, which
+// truncates integers toward zero (TensorFlow's Div).
+// kReluGrad: a where b > 0, else 0 (a = the gradient, b = Relu's input).
+enum class BinaryOp { kAdd, kSub, kMul, kDiv, kFloorDiv, kTruncDiv, kMaximum, kMinimum, kReluGrad };
+enum class CompareOp { kEqual, kNotEqual, kLess, kLessEqual, kGreater, kGreaterEqual };
 enum class UnaryOp { kNeg, kRelu, kExp, kTanh, kSigmoid };
 enum class ReduceOp { kSum, kMean, kMax, kMin };
 
@@ -53,6 +58,13 @@ Tensor unary(UnaryOp op, const Tensor& x, ThreadPool* pool);
 // left to binary()/unary(). The caller must be the only owner of the buffer.
 bool binary_in_place(BinaryOp op, const Tensor& a, const Tensor& b, int into, ThreadPool* pool);
 bool unary_in_place(UnaryOp op, const Tensor& x, ThreadPool* pool);
+// a op b element-wise with broadcasting, a bool result; both inputs of one dtype (strings only for
+// kEqual / kNotEqual). NaN compares unequal to everything, as in NumPy.
+Tensor compare(CompareOp op, const Tensor& a, const Tensor& b, ThreadPool* pool);
+// condition ? x : y element-wise, the three broadcast together (condition is bool).
+Tensor select(const Tensor& condition, const Tensor& x, const Tensor& y, ThreadPool* pool);
+// `x` broadcast (NumPy rules) to `shape`, materialised contiguously.
+Tensor broadcast_to(const Tensor& x, const Shape& shape, ThreadPool* pool);
 // Sum of same-shape, same-dtype tensors.
 Tensor add_n(const std::vector<Tensor>& inputs, ThreadPool* pool);
 // NumPy astype semantics (float -> int truncates; bool -> 0/1; x != 0 -> true).

@@ -29,6 +29,27 @@
 namespace opweave {
 namespace {
 
+// The element types the reduction loops are built for (reduce_loops.h instantiates these).
+template <typename Fn>
+decltype(auto) dispatch_reduce(DType dtype, Fn&& fn) {
+  using kernel_detail::TypeTag;
+  switch (dtype) {
+    case DType::kFloat32:
+      return fn(TypeTag<float>{});
+    case DType::kFloat64:
+      return fn(TypeTag<double>{});
+    case DType::kInt32:
+      return fn(TypeTag<std::int32_t>{});
+    case DType::kInt64:
+      return fn(TypeTag<std::int64_t>{});
+    case DType::kBool:
+      return fn(TypeTag<bool>{});
+    default:
+      break;
+  }
+  kernel_detail::unsupported_dtype(dtype);
+}
+
 using kernel_detail::pool_threads;
 
 const char* reduce_name(ReduceOp op) {
@@ -292,18 +313,23 @@ Tensor reduce(ReduceOp op, const Tensor& x, const std::optional<std::vector<int>
   const DType dtype = x.dtype();
   Tensor out = Tensor::empty(dtype, out_shape);
   if (count == 0) {
-    if (op == ReduceOp::kMax || op == ReduceOp::kMin) {
-      throw_invalid_argument(std::string(name) + ": cannot reduce an empty axis (input shape " +
-                             shape_to_string(x.shape()) + "): max/min have no identity");
-    }
     if (op == ReduceOp::kMean && !dtype_is_floating(dtype) && out.numel() > 0) {
       throw_invalid_argument(std::string(name) + ": mean of an empty axis of an integer tensor " +
                              "(input shape " + shape_to_string(x.shape()) + ")");
     }
-    kernel_detail::dispatch_all(dtype, [&](auto tag) {
+    // The identity of each reduction, as TensorFlow gives: 0 for sums, NaN for means, the lowest
+    // value (-inf for floats) for max and the highest for min.
+    dispatch_reduce(dtype, [&](auto tag) {
       using T = typename decltype(tag)::type;
-      const T fill =
-          op == ReduceOp::kMean ? static_cast<T>(std::numeric_limits<double>::quiet_NaN()) : T(0);
+      using Limits = std::numeric_limits<T>;
+      T fill = T(0);
+      if (op == ReduceOp::kMean) {
+        fill = static_cast<T>(std::numeric_limits<double>::quiet_NaN());
+      } else if (op == ReduceOp::kMax) {
+        fill = Limits::has_infinity ? -Limits::infinity() : Limits::lowest();
+      } else if (op == ReduceOp::kMin) {
+        fill = Limits::has_infinity ? Limits::infinity() : Limits::max();
+      }
       std::fill(out.data<T>(), out.data<T>() + out.numel(), fill);
     });
     return out;
@@ -328,7 +354,7 @@ Tensor reduce(ReduceOp op, const Tensor& x, const std::optional<std::vector<int>
     return transpose(x, identity, pool).reshaped(out_shape);
   }
 
-  kernel_detail::dispatch_all(dtype, [&](auto tag) {
+  dispatch_reduce(dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     // bool max/min are any/all: on bytes 0/1 they are exactly max/min.
     using W = std::conditional_t<std::is_same_v<T, bool>, std::uint8_t, T>;

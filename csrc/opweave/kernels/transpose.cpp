@@ -38,13 +38,19 @@ Tensor transpose(const Tensor& x, const std::vector<int>& perm_in, ThreadPool* p
   auto body = [&](std::int64_t begin, std::int64_t end) {
     loop.run(begin, end,
              [&](std::int64_t o, const std::int64_t* off, const std::int64_t* st, std::int64_t n) {
-               if (st[0] == 1) {
+               if (st[0] == 1 && x.dtype() != DType::kString) {
                  std::memcpy(po + o * static_cast<std::int64_t>(item),
                              px + off[0] * static_cast<std::int64_t>(item),
                              static_cast<std::size_t>(n) * item);
                  return;
                }
-               kernel_detail::dispatch_all(x.dtype(), [&](auto tag) {
+               if (x.dtype() == DType::kString) {
+                 const auto* src = reinterpret_cast<const std::string*>(px) + off[0];
+                 auto* dst = reinterpret_cast<std::string*>(po) + o;
+                 for (std::int64_t i = 0; i < n; ++i) dst[i] = src[i * st[0]];
+                 return;
+               }
+               kernel_detail::dispatch_by_size(x.dtype(), [&](auto tag) {
                  using T = typename decltype(tag)::type;
                  const T* src = reinterpret_cast<const T*>(px) + off[0];
                  T* dst = reinterpret_cast<T*>(po) + o;
