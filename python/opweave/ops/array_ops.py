@@ -212,7 +212,7 @@ _PLACEHOLDER_WITH_DEFAULT = OpDef(
     outputs=["output: dtype"],
     attrs={"dtype": Attr("type", None), "shape": Attr("shape")},
     shape=_placeholder_with_default_shape,
-    grad=lambda op_, grad: [None],
+    grad=lambda op_, grad: [grad],  # when not fed it passes its input on, like identity
 )
 
 
