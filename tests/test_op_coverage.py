@@ -15,7 +15,7 @@ TESTED_ELSEWHERE = {
     "Placeholder": "test_session.py (feeds)",
     "NoOp": "test_graph.py (group, control dependencies)",
     "PyFunc": "test_session.py, test_shutdown.py (py_function)",
-    "BroadcastGradientArgs": "test_ops_core.py::test_broadcast_gradient_args_lists_the_broadcast_axes",
+    "BroadcastGradientArgs": "test_ops_core.py (test_broadcast_gradient_args_...)",
     "ReducedShape": "test_ops_core.py::test_reduced_shape_sets_the_reduced_axes_to_one",
     "ReluGrad": "the gradient check of Relu (test_ops_core.py)",
 }
