@@ -24,7 +24,8 @@ except ImportError as exc:  # pragma: no cover - exercised only on broken instal
         f"{exc}"
     ) from exc
 
-from . import config, errors, kernels, models, nn, ops, timeline, tuning
+from . import _tf_logging as logging
+from . import app, config, errors, flags, kernels, models, nn, ops, timeline, tuning
 from ._memory import BufferCacheInfo, buffer_cache_info, empty_buffer_cache
 from ._pool import parallel_info
 from ._threadpoolctl import register as _register_threadpoolctl
@@ -96,6 +97,7 @@ __all__ = [
     "TensorShape",
     "ThreadPoolOptionProto",
     "__version__",
+    "app",
     "as_dtype",
     "bool",
     "bool_",
@@ -106,6 +108,7 @@ __all__ = [
     "double",
     "empty_buffer_cache",
     "errors",
+    "flags",
     "float16",
     "float32",
     "float64",
@@ -119,6 +122,7 @@ __all__ = [
     "int32",
     "int64",
     "kernels",
+    "logging",
     "models",
     "name_scope",
     "nn",
@@ -154,3 +158,13 @@ _register_threadpoolctl()
 del _register_threadpoolctl
 
 del _core
+
+
+def __getattr__(name: str) -> object:
+    """``opweave.compat`` is imported on first use: ``compat.v1`` re-exports this module, so it
+    can only be built once this module is complete."""
+    if name == "compat":
+        import importlib
+
+        return importlib.import_module(".compat", __name__)
+    raise AttributeError(f"module 'opweave' has no attribute {name!r}")

@@ -1,0 +1,1 @@
+"""``opweave.examples``: what TensorFlow 1 tutorials import from ``tensorflow.examples``."""

@@ -1,0 +1,1 @@
+"""TensorFlow 1's tutorial helpers."""
