@@ -10,6 +10,7 @@
 #include <mutex>
 #include <thread>
 
+#include "opweave/cancellation.h"
 #include "opweave/spin.h"
 #include "opweave/task_recycler.h"
 #include "opweave/trace.h"
@@ -46,13 +47,14 @@ class ChunkReport {
 // Lives on the caller's stack; every chunk task finishes with it before the caller returns.
 struct Loop {
   Loop(ThreadPool* p, std::int64_t g, FunctionRef<void(std::int64_t, std::int64_t)> f,
-       ChunkObserver* o)
-      : pool(p), grain(g), fn(f), observer(o) {}
+       ChunkObserver* o, const std::atomic<bool>* c)
+      : pool(p), grain(g), fn(f), observer(o), cancel(c) {}
 
   ThreadPool* pool;
   std::int64_t grain;
   FunctionRef<void(std::int64_t, std::int64_t)> fn;
   ChunkObserver* observer;  // the caller's (trace.h); chunk runners on other threads report to it
+  const std::atomic<bool>* cancel;  // the caller's (cancellation.h): set = skip unstarted pieces
   std::atomic<std::int64_t> pending{1};  // the caller's share + chunk tasks not yet finished
   std::atomic<int> unclaimed{0};         // chunk tasks pushed but not yet started
   std::atomic<int> caller_waiting{0};    // 1 while the caller has nothing left but to wait
@@ -64,7 +66,7 @@ struct Loop {
 
   void call(std::int64_t b, std::int64_t e) noexcept {
     // relaxed: skipping is an optimization; the error itself travels under the mutex.
-    if (failed.load(std::memory_order_relaxed)) return;
+    if (failed.load(std::memory_order_relaxed) || cancellation_requested(cancel)) return;
     try {
       fn(b, e);
     } catch (...) {
@@ -214,7 +216,7 @@ void parallel_for(ThreadPool* pool, std::int64_t begin, std::int64_t end, std::i
     return;
   }
 
-  Loop loop(pool, grain, fn, observer);
+  Loop loop(pool, grain, fn, observer, current_cancellation());
   loop.run_range(begin, end);
   loop.finish();
   // Help until every chunk has finished: run queued tasks, ours first (a worker of the pool pops

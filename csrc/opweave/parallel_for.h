@@ -32,7 +32,9 @@ namespace opweave {
 // total cost is below kInlineCycles runs inline on the caller, and chunks are made at least
 // kMinChunkCycles long. pool may be null (serial). The first exception thrown by fn is rethrown
 // here after every started chunk has finished; once one was thrown, chunks not yet started are
-// skipped. Safe to call from inside a pool worker (nested calls help, never deadlock).
+// skipped. Safe to call from inside a pool worker (nested calls help, never deadlock). When the
+// calling thread's cancellation flag (cancellation.h) is set, chunks not yet started are skipped
+// too: the work of a cancelled run stops between pieces.
 inline constexpr double kInlineCycles = 20000.0;  // ~ the cost of waking a parked worker, x3
 inline constexpr double kMinChunkCycles = 10000.0;
 

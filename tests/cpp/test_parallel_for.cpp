@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "opweave/cancellation.h"
 #include "opweave/parallel_for.h"
 #include "opweave/task_recycler.h"
 #include "testing.h"
@@ -184,6 +185,29 @@ OPWEAVE_TEST(
       OPWEAVE_CHECK_EQ(short_chunks.load(), 0);  // grain is the smallest chunk
       OPWEAVE_CHECK_EQ(off_lattice.load(), 0);   // chunks start at begin + k * grain
     }
+  }
+}
+
+OPWEAVE_TEST(a_cancelled_loop_skips_the_pieces_not_yet_started) {
+  for (int threads : {1, 2, 4}) {
+    ThreadPool pool = make_pool(threads);
+    std::atomic<bool> cancelled{false};
+    std::atomic<int> pieces{0};
+    {
+      const ScopedCancellation scope(&cancelled);
+      // The first piece to run cancels: only the pieces already started by then (at most one
+      // per thread) run, however many the range holds.
+      parallel_for(&pool, 0, 10000, 1, [&](std::int64_t, std::int64_t) {
+        pieces.fetch_add(1, std::memory_order_relaxed);
+        cancelled.store(true, std::memory_order_relaxed);
+      });
+    }
+    OPWEAVE_CHECK(pieces.load() <= threads);
+    // Without a flag installed (the scope ended) the same loop covers the whole range.
+    std::atomic<std::int64_t> covered{0};
+    parallel_for(&pool, 0, 10000, 1,
+                 [&](std::int64_t b, std::int64_t e) { covered.fetch_add(e - b); });
+    OPWEAVE_CHECK_EQ(covered.load(), 10000);
   }
 }
 

@@ -6,6 +6,7 @@
 #include <new>
 #include <thread>
 
+#include "opweave/cancellation.h"
 #include "opweave/spin.h"
 
 namespace opweave {
@@ -264,6 +265,8 @@ struct Executor::Run {
     // nested in a traced py_function) reports nowhere.
     NodeChunks chunks(req.observer, n);
     const ScopedChunkObserver chunk_scope(req.observer != nullptr ? &chunks : nullptr);
+    // The kernel's parallel loops stop between pieces once the run is cancelled.
+    const ScopedCancellation cancel_scope(&cancelled);
     // Only measured nodes pay for the clock reads of the cost estimate, cheap ones on a sample of
     // runs (kCostSampleEvery).
     const bool measure =
