@@ -30,9 +30,29 @@ class PoolConfigWarning(UserWarning):
     """A Session's ConfigProto asks for pool sizes that cannot take effect (and says which do)."""
 
 
-def _check_int(owner: str, name: str, value: object) -> int:
+# Most threads any one pool may have: opweave::kMaxThreads, the global pools' limit.
+MAX_THREADS = 4096
+# Longest deadline: about 31 years. The core adds it to a nanosecond clock, which a larger value
+# would overflow; a value this large means "no deadline" in practice.
+MAX_TIMEOUT_MS = 10**12
+# Longest spin of an idle worker before it sleeps (1 s): more only burns CPU while idle.
+MAX_SPIN_TIME_US = 1_000_000
+
+
+def _check_int(
+    owner: str, name: str, value: object, lo: int = -(2**63), hi: int = 2**63 - 1
+) -> int:
+    """An exact int (not a bool) in [lo, hi], else TypeError / ValueError naming the field."""
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"{owner}.{name} must be an int, got {value!r}")
+    if not lo <= value <= hi:
+        raise ValueError(f"{owner}.{name} must be in [{lo}, {hi}], got {value}")
+    return value
+
+
+def _check_bool(owner: str, name: str, value: object) -> bool:
+    if not isinstance(value, bool):
+        raise TypeError(f"{owner}.{name} must be a bool (True or False), got {value!r}")
     return value
 
 
@@ -85,7 +105,7 @@ class ThreadPoolOptionProto(_CheckedFields):
 
     def _checked(self, name: str, value: object) -> object:
         if name == "num_threads":
-            if _check_int("ThreadPoolOptionProto", "num_threads", value) < 0:
+            if _check_int("ThreadPoolOptionProto", "num_threads", value, hi=MAX_THREADS) < 0:
                 raise ValueError(f"ThreadPoolOptionProto.num_threads must be >= 0, got {value}")
         elif name == "global_name" and not isinstance(value, str):
             raise TypeError("ThreadPoolOptionProto.global_name must be a str")
@@ -138,7 +158,11 @@ class _Experimental(_CheckedFields):
 
     def _checked(self, name: str, value: object) -> object:
         spin = name == "spin_time_us" and value is not None
-        if spin and _check_int("ConfigProto.experimental", "spin_time_us", value) < 0:
+        if (
+            spin
+            and _check_int("ConfigProto.experimental", "spin_time_us", value, hi=MAX_SPIN_TIME_US)
+            < 0
+        ):
             raise ValueError("ConfigProto.experimental.spin_time_us must be >= 0 (0 = never spin)")
         return value
 
@@ -211,14 +235,16 @@ class ConfigProto(_CheckedFields):
     Experimental: ClassVar[type[_Experimental]] = _Experimental
 
     def _checked(self, name: str, value: object) -> object:
-        if name in (
-            "intra_op_parallelism_threads",
-            "inter_op_parallelism_threads",
-            "operation_timeout_in_ms",
-        ):
-            n = _check_int("ConfigProto", name, value)
-            if name == "intra_op_parallelism_threads" and n < 0:
+        if name == "intra_op_parallelism_threads":
+            if _check_int("ConfigProto", name, value, hi=MAX_THREADS) < 0:
                 raise ValueError("ConfigProto.intra_op_parallelism_threads must be >= 0")
+        elif name == "inter_op_parallelism_threads":
+            # Any negative value means "run every op in the caller's thread".
+            _check_int("ConfigProto", name, value, lo=-(2**31), hi=MAX_THREADS)
+        elif name == "operation_timeout_in_ms":
+            _check_int("ConfigProto", name, value, lo=-(2**31), hi=MAX_TIMEOUT_MS)
+        elif name in ("use_per_session_threads", "allow_soft_placement", "log_device_placement"):
+            _check_bool("ConfigProto", name, value)
         elif name == "experimental":
             if not isinstance(value, _Experimental):
                 raise TypeError("ConfigProto.experimental must be a ConfigProto.Experimental")
@@ -237,7 +263,7 @@ class ConfigProto(_CheckedFields):
             for k, v in counts.items():
                 if not isinstance(k, str):
                     raise TypeError("ConfigProto.device_count keys must be device types like 'CPU'")
-                if _check_int("ConfigProto", f"device_count[{k!r}]", v) < 0:
+                if _check_int("ConfigProto", f"device_count[{k!r}]", v, hi=MAX_THREADS) < 0:
                     raise ValueError(f"ConfigProto.device_count[{k!r}] must be >= 0")
             return counts
         return value
@@ -275,8 +301,14 @@ class RunOptions(_CheckedFields):
     inter_op_thread_pool: int = 0
 
     def _checked(self, name: str, value: object) -> object:
-        if name in ("trace_level", "timeout_in_ms", "inter_op_thread_pool"):
+        if name == "trace_level":
             _check_int("RunOptions", name, value)
+        elif name == "timeout_in_ms":
+            _check_int("RunOptions", name, value, lo=-(2**31), hi=MAX_TIMEOUT_MS)
+        elif name == "inter_op_thread_pool":
+            # An int32 as in TensorFlow's proto; whether the session has that pool is checked
+            # by the run (InvalidArgumentError).
+            _check_int("RunOptions", name, value, lo=-(2**31), hi=2**31 - 1)
         if name == "trace_level" and value not in (0, 1, 2, 3):
             raise ValueError(f"RunOptions.trace_level must be 0..3, got {value}")
         return value
