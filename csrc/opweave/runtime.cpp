@@ -1,7 +1,5 @@
 #include "opweave/runtime.h"
 
-#include <pthread.h>
-
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -9,6 +7,7 @@
 #include <string>
 
 #include "opweave/errors.h"
+#include "opweave/fork_guard.h"
 
 namespace opweave {
 namespace {
@@ -132,7 +131,8 @@ Affinity affinity_setting(std::string* source) {
 
 int workers_for(const GlobalPool& g) { return g.intra ? g.setting.value - 1 : g.setting.value; }
 
-// No pool is half-created or half-resized at fork(). Lock order as in set_size.
+// Fork steps (fork_guard.h). No pool is half-created or half-resized at fork(): the forking
+// thread takes every lock of this file, in the lock order of install().
 void atfork_prepare() {
   g_intra.resize_mutex.lock();
   g_inter.resize_mutex.lock();
@@ -143,6 +143,7 @@ void atfork_parent() {
   g_inter.resize_mutex.unlock();
   g_intra.resize_mutex.unlock();
 }
+// The child keeps the sizes and sources and forgets the pools: the next use creates fresh ones.
 void atfork_child() {
   // The child is single-threaded: the forking thread holds g_mutex (taken in prepare).
   for (GlobalPool* g : {&g_intra, &g_inter}) {
@@ -157,8 +158,10 @@ void atfork_child() {
   g_intra.resize_mutex.unlock();
 }
 
-// Installed at load time: a lazy install (call_once) could itself be caught half done by a fork.
-[[maybe_unused]] const int g_atfork = pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+// Registered at load time: a lazy registration (call_once) could itself be caught half done by a
+// fork.
+constexpr ForkHandler kForgetGlobalPools{atfork_prepare, atfork_parent, atfork_child};
+[[maybe_unused]] const bool g_fork_registered = (at_fork(&kForgetGlobalPools), true);
 
 ThreadPool* create_locked(GlobalPool& g) {
   resolve_locked(g);

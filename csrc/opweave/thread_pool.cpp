@@ -23,20 +23,6 @@
 namespace opweave {
 namespace {
 
-// (issue 7) Bumped in every forked child: a pool whose generation differs was created by a parent
-// process, and its worker threads do not exist here.
-std::atomic<std::uint64_t> g_fork_generation{0};
-
-// Installed at load time: a lazy install could itself be caught half done by a fork.
-[[maybe_unused]] const int g_atfork = pthread_atfork(nullptr, nullptr, [] {
-  // relaxed: the child is single-threaded while the handler runs.
-  g_fork_generation.fetch_add(1, std::memory_order_relaxed);
-});
-
-std::uint64_t current_fork_generation() {
-  return g_fork_generation.load(std::memory_order_relaxed);
-}
-
 constexpr std::size_t kDequeCapacity = 1024;
 constexpr int kMaxInjectionQueues = 4;
 
@@ -138,10 +124,11 @@ Placement* const g_placement = [] {
   return p;
 }();
 
-// (issue 7) A forked child has none of the parent's workers (its pools are leaked, never shut
-// down): forget them, so they neither take CPU slots nor get ids re-pinned.
-[[maybe_unused]] const int g_placement_atfork =
-    pthread_atfork(nullptr, nullptr, [] { g_placement->pools.clear(); });
+// A forked child has none of the parent's workers (its pools are leaked, never shut down):
+// forget them, so they neither take CPU slots nor get ids re-pinned. No lock: the child is
+// single-threaded while fork handlers run.
+constexpr ForkHandler kForgetParentWorkers{nullptr, nullptr, [] { g_placement->pools.clear(); }};
+[[maybe_unused]] const bool g_fork_registered = (at_fork(&kForgetParentWorkers), true);
 
 // The process's CPUs: the mask of its main thread (a pool worker's own mask is one CPU).
 std::vector<int> process_cpus() {
@@ -239,7 +226,7 @@ struct ThreadPool::Impl {
   };
 
   PoolOptions options;
-  std::uint64_t fork_generation = current_fork_generation();  // (issue 7) see ~ThreadPool
+  std::uint64_t fork_generation = opweave::fork_generation();  // see ~ThreadPool
   std::uint64_t pin_seq = 0;  // start order among pinned pools (Placement); under lifecycle
                               // or construction
   std::vector<std::unique_ptr<Worker>> workers;  // fixed between start() and join_all()
@@ -667,8 +654,8 @@ ThreadPool::ThreadPool(PoolOptions options) : impl_(std::make_unique<Impl>()) {
 }
 
 ThreadPool::~ThreadPool() {
-  if (impl_->fork_generation != current_fork_generation()) {
-    // (issue 7) Destroyed in a forked child: the workers exist only in the parent, and joining
+  if (impl_->fork_generation != fork_generation()) {
+    // Destroyed in a forked child: the workers exist only in the parent, and joining
     // them would wait forever. Leak the state (its threads, queues and any locks they held).
     (void)impl_.release();
     return;

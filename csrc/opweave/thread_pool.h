@@ -104,7 +104,9 @@ class ThreadPool {
  public:
   // Starts options.num_workers threads and returns once each has registered its thread id.
   explicit ThreadPool(PoolOptions options);
-  ~ThreadPool();  // runs every queued task, then joins the workers
+  // Runs every queued task, then joins the workers. In a forked child, a pool the parent made is
+  // leaked instead: its workers do not exist there (fork_generation(), fork_guard.h).
+  ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
 

@@ -1,13 +1,12 @@
 #include "opweave/executor/session_pools.h"
 
-#include <pthread.h>
-
 #include <algorithm>
 #include <map>
 #include <mutex>
 
 #include "opweave/cpu_info.h"
 #include "opweave/errors.h"
+#include "opweave/fork_guard.h"
 #include "opweave/pool_registry.h"
 #include "opweave/runtime.h"
 
@@ -24,11 +23,11 @@ struct NamedPools {
 // fork() cannot catch its initialisation half done (see fork_guard.h).
 NamedPools* g_named_pools = new NamedPools;
 
-// (issue 7) A forked child starts with no named pools: the parent's have no threads here (and
-// their mutex may be held by a parent thread). They are leaked, never joined; a Session
-// re-creates the ones it uses, with the same sizes, on its next run.
-[[maybe_unused]] const int g_atfork =
-    pthread_atfork(nullptr, nullptr, [] { g_named_pools = new NamedPools; });
+// A forked child starts with no named pools: the parent's have no threads here (and their mutex
+// may be held by a parent thread). They are leaked, never joined; a Session re-creates the ones
+// it uses, with the same sizes, on its next run.
+constexpr ForkHandler kForgetNamedPools{nullptr, nullptr, [] { g_named_pools = new NamedPools; }};
+[[maybe_unused]] const bool g_fork_registered = (at_fork(&kForgetNamedPools), true);
 
 NamedPools& named_pools() { return *g_named_pools; }
 
