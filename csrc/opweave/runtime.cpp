@@ -368,16 +368,4 @@ bool configure_spin_time_if_unset(std::int64_t us, std::string source) {
 }
 // --- end issue 7 ---
 
-const char* affinity_name(Affinity affinity) noexcept {
-  switch (affinity) {
-    case Affinity::kCompact:
-      return "compact";
-    case Affinity::kScatter:
-      return "scatter";
-    case Affinity::kNone:
-      break;
-  }
-  return "none";
-}
-
 }  // namespace opweave

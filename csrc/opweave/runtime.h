@@ -129,7 +129,4 @@ void set_spin_time_us(std::int64_t us, std::string source);
 // applied. Thread-safe.
 bool configure_spin_time_if_unset(std::int64_t us, std::string source);
 
-// "none", "compact", "scatter".
-const char* affinity_name(Affinity affinity) noexcept;
-
 }  // namespace opweave
