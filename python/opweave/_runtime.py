@@ -17,12 +17,11 @@ so the rules live in one place:
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal, NoReturn
+from typing import Literal
 
 from . import _opweave_core as _core
-from . import errors
+from ._core_errors import call_core
 
 Pool = Literal["intra", "inter"]
 
@@ -31,26 +30,6 @@ Pool = Literal["intra", "inter"]
 # py_function calling these very functions; a lock held across that wait would never be released.
 
 MAX_THREADS = 4096  # opweave::kMaxThreads
-
-
-def _raise(exc: BaseException) -> NoReturn:
-    code, message = exc.args[0], exc.args[1]
-    raise errors.error_from_code(int(code), str(message)) from None
-
-
-def _call(fn: Callable[..., None], *args: object) -> None:
-    """Call a C++ setter, raising its errors as opweave.errors classes.
-
-    FailedPreconditionError: called from inside the work of the pool it resizes (a py_function
-    on the inter-op pool resizing that pool, say), where it would wait for itself.
-    """
-    failure: BaseException | None = None
-    try:
-        fn(*args)
-    except _core.CoreError as exc:
-        failure = exc
-    if failure is not None:
-        _raise(failure)  # outside the except block: the CoreError is not shown as context
 
 
 def intra_threads() -> int:
@@ -84,13 +63,25 @@ def explicit_inter() -> int:
 
 
 def set_intra_threads(n: int, source: str) -> None:
-    """Size the intra-op pool explicitly (``n > 0``) or hand it back to the system (``n == 0``)."""
-    _call(_core.set_intra_op_parallelism, n, source)
+    """Size the intra-op pool explicitly (``n > 0``) or hand it back to the system (``n == 0``).
+
+    Raises
+    ------
+    opweave.errors.FailedPreconditionError
+        Called from inside the pool's own work, where the resize would wait for itself.
+    """
+    call_core(_core.set_intra_op_parallelism, n, source)
 
 
 def set_inter_threads(n: int, source: str) -> None:
-    """Size the inter-op pool explicitly (``n > 0``) or hand it back to the system (``n == 0``)."""
-    _call(_core.set_inter_op_parallelism, n, source)
+    """Size the inter-op pool explicitly (``n > 0``) or hand it back to the system (``n == 0``).
+
+    Raises
+    ------
+    opweave.errors.FailedPreconditionError
+        Called from inside the pool's own work (a py_function on the global inter-op pool).
+    """
+    call_core(_core.set_inter_op_parallelism, n, source)
 
 
 @dataclass(frozen=True)
@@ -128,4 +119,6 @@ def restore(pool: Pool, state: PoolState) -> None:
     One step in the C++ runtime: a restore racing with a setter on another thread leaves the
     whole setting of one or the other, never a mix (whichever comes last wins, as for two setters).
     """
-    _call(_core.restore_parallelism, pool, state.size, state.source, state.fixed, state.explicit)
+    call_core(
+        _core.restore_parallelism, pool, state.size, state.source, state.fixed, state.explicit
+    )

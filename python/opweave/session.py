@@ -21,12 +21,13 @@ import threading
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from types import TracebackType
-from typing import Any, NoReturn
+from typing import Any
 
 import numpy as np
 
 from . import _opweave_core as _core
 from . import errors
+from ._core_errors import call_core, raise_core_error
 from ._flops import op_flops
 from .config import (
     ConfigProto,
@@ -59,22 +60,6 @@ def _compatible(shape: Shape, value_shape: tuple[int, ...]) -> bool:
     return len(shape) == len(value_shape) and all(
         d is None or d == v for d, v in zip(shape, value_shape, strict=True)
     )
-
-
-def _raise_core_error(exc: BaseException) -> NoReturn:
-    """Re-raise a CoreError as the matching opweave.errors class (or the py_function's error)."""
-    args = exc.args
-    code, message = int(args[0]), str(args[1])
-    node = str(args[2]) if len(args) > 2 and args[2] else None
-    op_type = str(args[3]) if len(args) > 3 and args[3] else None
-    original = args[4] if len(args) > 4 else None
-    if isinstance(original, BaseException):
-        if hasattr(original, "add_note"):
-            original.add_note(f"raised inside node {node!r} (op: {op_type})")
-        # The original object: its type is the user's and its __traceback__ still holds the
-        # frames of the py_function body; raising it chains them under Session.run's frames.
-        raise original
-    raise errors.error_from_code(code, message, node, op_type) from None
 
 
 class _Fetches:
@@ -281,7 +266,7 @@ class Session:
                         stacklevel=4,
                     )
         except _core.CoreError as e:
-            _raise_core_error(e)
+            raise_core_error(e)
 
     @property
     def graph(self) -> Graph:
@@ -409,21 +394,9 @@ class Session:
             and options.trace_level != RunOptions.NO_TRACE
             and run_metadata is not None
         )
-        failure: BaseException | None = None
-        try:
-            values, stats = self._executor.run(
-                feeds,
-                fetches.fetch_ids,
-                fetches.target_ids,
-                pool,
-                timeout,
-                trace,
-            )
-        except _core.CoreError as e:
-            failure = e
-        if failure is not None:
-            # Raised outside the except block so the CoreError does not show up as context.
-            _raise_core_error(failure)
+        values, stats = call_core(
+            self._executor.run, feeds, fetches.fetch_ids, fetches.target_ids, pool, timeout, trace
+        )
         if trace and run_metadata is not None:
             run_metadata.step_stats = self._step_stats(stats or ([], {}))
         return fetches.rebuild(values)
