@@ -1,5 +1,6 @@
-// Session.run and the session pools: opweave._opweave_core.{Executor, InterPool, ...}. The
-// Python layer (opweave.session) resolves names, fetch structures, configs and options.
+// Session.run and the inter-op pools it runs on: opweave._opweave_core.{Executor, InterPool,
+// ...}. The Python layer (opweave.session, and opweave._runtime for the pools) resolves names,
+// fetch structures, configs and options.
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
@@ -9,7 +10,8 @@
 #include "interpreter_exit.h"
 #include "numpy_tensor.h"
 #include "opweave/executor/executor.h"
-#include "opweave/executor/session_pools.h"
+#include "opweave/pools/global_pools.h"
+#include "opweave/pools/session_pools.h"
 #include "register.h"
 
 namespace py = pybind11;
@@ -21,10 +23,10 @@ py::object python_exception_of(const std::exception_ptr& cause);  // graph_bindi
 namespace {
 
 // A handle on an inter-op pool: owned (per-session, named), or the global one, which is looked
-// up at each use because runtime.h replaces it after fork() (and a handle must not go stale).
+// up at each use because global_pools.h replaces it after fork() (a handle must not go stale).
 struct InterPool {
   std::shared_ptr<ThreadPool> pool;  // null: the global inter-op pool
-  ThreadPool* get() const { return pool ? pool.get() : global_session_inter_pool(); }
+  ThreadPool* get() const { return pool ? pool.get() : global_inter_pool(); }
 };
 
 // A pending Python exception taken out of the interpreter (e.g. KeyboardInterrupt from a
@@ -80,7 +82,7 @@ py::tuple run(Executor& executor, const std::vector<std::tuple<int, int, py::arr
     pool_ref = inter_pool->pool;
     req.inter_pool = inter_pool->get();
   }
-  req.intra_pool = global_session_intra_pool();
+  req.intra_pool = global_intra_pool();
   req.timeout_ms = timeout_ms;
   std::optional<StepStatsCollector> stats;
   if (trace) {
@@ -166,14 +168,7 @@ void register_session(py::module_& m) {
       // No GIL release needed: close() only sets a flag the runs poll.
       .def("close", &Executor::close);
 
-  m.def(
-      "configure_global_pools_if_unset",
-      [](int intra, int inter, const std::string& source) {
-        GlobalPoolInfo i = configure_global_pools_if_unset(intra, inter, source);
-        return py::make_tuple(i.intra_op_threads, i.inter_op_threads, i.intra_source,
-                              i.inter_source);
-      },
-      py::arg("intra"), py::arg("inter"), py::arg("source"));
+  // Inter-op pools for Session: the global one, named ones, a session's own (pools/).
   m.def("global_inter_pool", [] { return InterPool{}; });
   m.def(
       "named_inter_pool",
@@ -183,7 +178,6 @@ void register_session(py::module_& m) {
       "new_inter_pool",
       [](int n, const std::string& name) { return InterPool{make_session_inter_pool(n, name)}; },
       py::arg("num_threads"), py::arg("name"));
-  m.def("resolve_num_threads", &resolve_num_threads, py::arg("requested"));
 }
 
 }  // namespace opweave::bindings

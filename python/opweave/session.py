@@ -14,11 +14,8 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import functools
-import os
 import sys
 import threading
-import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from types import TracebackType
 from typing import Any
@@ -26,15 +23,14 @@ from typing import Any
 import numpy as np
 
 from . import _opweave_core as _core
-from . import errors
-from ._core_errors import call_core, raise_core_error
+from . import _runtime, errors
+from ._core_errors import call_core
 from ._flops import op_flops
 from .config import (
     ConfigProto,
     DeviceStepStats,
     IntraOpChunk,
     NodeExecStats,
-    PoolConfigWarning,
     RunMetadata,
     RunOptions,
     StepStats,
@@ -188,85 +184,9 @@ class Session:
         self._placement: dict[str, str] = {}
         n_cpu = max(1, config.device_count.get("CPU", 1))
         self._devices = [f"/device:CPU:{i}" for i in range(n_cpu)]
-        self._pools: list[_core.InterPool] = []
-        # issue 7: how to re-create each pool in a forked child, whose copies have no threads.
-        self._pool_factories: list[Callable[[], _core.InterPool]] = []
-        self._pid = os.getpid()
         self._exit_stack: contextlib.ExitStack | None = None
         self._fetch_cache: dict[Tensor | Operation | str, _Fetches] = {}
-        self._setup_pools()
-
-    # -- pools ----------------------------------------------------------------------------------
-    def _setup_pools(self) -> None:
-        cfg = self._config
-        intra, inter = cfg.intra_op_parallelism_threads, cfg.inter_op_parallelism_threads
-        uses_global_inter = not (
-            cfg.session_inter_op_thread_pool or inter < 0 or cfg.use_per_session_threads
-        )
-        # issue 7: the spin time follows the first-Session rule too; it must be set before the
-        # global pools are created just below.
-        spin = cfg.experimental.spin_time_us
-        if spin is not None and not _core.configure_spin_time_if_unset(
-            spin, f"the first Session's ConfigProto.experimental.spin_time_us={spin}"
-        ):
-            in_effect = _core.runtime_info()
-            if in_effect["spin_time_us"] != spin:
-                warnings.warn(
-                    f"ConfigProto.experimental.spin_time_us={spin} does not take effect: the "
-                    f"global pools spin {in_effect['spin_time_us']} us, as set by "
-                    f"{in_effect['spin_time_source']}.",
-                    PoolConfigWarning,
-                    stacklevel=3,
-                )
-        info = _core.configure_global_pools_if_unset(
-            intra, inter if uses_global_inter else -1, "the first Session's ConfigProto"
-        )
-        eff_intra, eff_inter, src_intra, src_inter = info
-        if intra and eff_intra != intra:
-            warnings.warn(
-                f"ConfigProto(intra_op_parallelism_threads={intra}) does not take effect: the "
-                f"global intra-op pool already runs one op on {eff_intra} threads, as sized by "
-                f"{src_intra}. Resize it with opweave.set_num_threads({intra}) between runs.",
-                PoolConfigWarning,
-                stacklevel=3,
-            )
-        self._make_pools(eff_inter, src_inter)
-
-    def _make_pools(self, eff_inter: int, src_inter: str) -> None:
-        cfg = self._config
-        inter = cfg.inter_op_parallelism_threads
-        self._pid = os.getpid()
-        self._pools = []
-        try:
-            if cfg.session_inter_op_thread_pool:
-                for i, p in enumerate(cfg.session_inter_op_thread_pool):
-                    if p.global_name:
-                        self._add_pool(
-                            functools.partial(_core.named_inter_pool, p.global_name, p.num_threads)
-                        )
-                    else:
-                        self._add_pool(
-                            functools.partial(
-                                _core.new_inter_pool, p.num_threads, f"session inter-op {i}"
-                            )
-                        )
-            elif inter < 0:
-                pass  # every op runs in the caller's thread
-            elif cfg.use_per_session_threads:
-                self._add_pool(functools.partial(_core.new_inter_pool, inter, "session inter-op"))
-            else:
-                self._add_pool(_core.global_inter_pool)
-                if inter and eff_inter != inter and eff_inter >= 0:
-                    warnings.warn(
-                        f"ConfigProto(inter_op_parallelism_threads={inter}) does not take effect: "
-                        f"the global inter-op pool already runs {eff_inter} ops at once, as sized "
-                        f"by {src_inter}. Resize it with opweave.set_num_interop_threads({inter}) "
-                        "between runs, or set use_per_session_threads=True.",
-                        PoolConfigWarning,
-                        stacklevel=4,
-                    )
-        except _core.CoreError as e:
-            raise_core_error(e)
+        self._pools = _runtime.SessionPools(config)
 
     @property
     def graph(self) -> Graph:
@@ -346,31 +266,6 @@ class Session:
             return []
         return [self._feed_value(self._feed_key(k), v) for k, v in feed_dict.items()]
 
-    def _add_pool(self, factory: Callable[[], _core.InterPool]) -> None:
-        self._pools.append(factory())
-        self._pool_factories.append(factory)
-
-    def _rebuild_pools_after_fork(self) -> None:
-        # issue 7: in a forked child the session's pools have no threads (the C++ side leaks
-        # them instead of joining). Named pools were forgotten by the child's atfork handler, the
-        # global pools are rebuilt lazily by runtime.h: calling the factories again gives live
-        # pools of the same sizes. Racing threads may both rebuild; the loser's pools just go.
-        self._pools = [factory() for factory in self._pool_factories]
-        self._pid = os.getpid()
-
-    def _pool_for(self, options: RunOptions | None) -> _core.InterPool | None:
-        if self._pid != os.getpid():
-            self._rebuild_pools_after_fork()
-        index = options.inter_op_thread_pool if options is not None else 0
-        if index == -1:
-            return None
-        if not self._pools:
-            if index == 0:
-                return None
-        elif 0 <= index < len(self._pools):
-            return self._pools[index]
-        raise errors.InvalidArgumentError(None, None, f"Invalid inter_op_thread_pool: {index}")
-
     def _run(
         self,
         fetches: _Fetches,
@@ -385,7 +280,7 @@ class Session:
         if run_metadata is not None and not isinstance(run_metadata, RunMetadata):
             raise TypeError("run_metadata must be an opweave.RunMetadata")
         self._place_new_ops()
-        pool = self._pool_for(options)
+        pool = self._pools.for_run(options.inter_op_thread_pool if options is not None else 0)
         timeout = self._config.operation_timeout_in_ms
         if options is not None and options.timeout_in_ms > 0:
             timeout = options.timeout_in_ms
@@ -583,7 +478,7 @@ class Session:
         """
         self._closed = True
         self._executor.close()
-        self._pools = []
+        self._pools.close()
 
     def __enter__(self) -> Session:
         stack = contextlib.ExitStack()

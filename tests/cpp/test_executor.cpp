@@ -8,8 +8,8 @@
 
 #include "opweave/executor/executor.h"
 #include "opweave/executor/kernel_registry.h"
-#include "opweave/executor/session_pools.h"
 #include "opweave/parallel_for.h"
+#include "opweave/pools/session_pools.h"
 #include "testing.h"
 
 using namespace opweave;

@@ -1,4 +1,4 @@
-#include "opweave/pool_registry.h"
+#include "opweave/pools/pool_registry.h"
 
 #include <mutex>
 #include <utility>
