@@ -178,10 +178,9 @@ class Session:
         self._graph = graph
         self._config = config
         self._closed = False
-        self._executor = _core.Executor(graph._core)
+        self._executor = _core.Executor(graph._core)  # also records where each node is placed
         self._lock = threading.Lock()  # guards placement bookkeeping
         self._placed = 0
-        self._placement: dict[str, str] = {}
         n_cpu = max(1, config.device_count.get("CPU", 1))
         self._devices = [f"/device:CPU:{i}" for i in range(n_cpu)]
         self._exit_stack: contextlib.ExitStack | None = None
@@ -221,7 +220,7 @@ class Session:
                             "allow_soft_placement=True to place it on /device:CPU:0 instead.",
                         )
                     device = self._devices[0]
-                self._placement[op.name] = device
+                self._executor.place(op.name, device)
                 if self._config.log_device_placement:
                     print(
                         f"{op.name}: ({op.type}): /job:localhost/replica:0/task:0{device}",
@@ -296,28 +295,31 @@ class Session:
             run_metadata.step_stats = self._step_stats(stats or ([], {}))
         return fetches.rebuild(values)
 
-    def _step_stats(self, stats: tuple[list[_core.StatsRow], dict[int, str]]) -> StepStats:
-        rows, thread_names = stats
+    def _step_stats(self, stats: tuple[list[_core.NodeStats], dict[int, str]]) -> StepStats:
+        nodes, thread_names = stats
         by_device: dict[str, list[NodeExecStats]] = {}
-        for name, op_type, _device, sched, start, end, tid, ins, outs, dtypes, chunks in rows:
-            op = self._graph.get_operation_by_name(name)
-            device = self._placement.get(name, self._devices[0])
-            by_device.setdefault(device, []).append(
+        for node in nodes:
+            op = self._graph.get_operation_by_name(node.node_name)
+            tid, ins, outs = node.thread_id, node.input_shapes, node.output_shapes
+            by_device.setdefault(node.device, []).append(
                 NodeExecStats(
-                    node_name=name,
-                    op=op_type,
-                    scheduled_nanos=sched,
-                    all_start_nanos=start,
-                    all_end_nanos=end,
+                    node_name=node.node_name,
+                    op=node.op,
+                    scheduled_nanos=node.scheduled_nanos,
+                    all_start_nanos=node.start_nanos,
+                    all_end_nanos=node.end_nanos,
                     thread_id=tid,
                     thread_name=thread_names.get(tid, f"thread {tid}"),
-                    device=device,
+                    device=node.device,
                     inputs=[t.name for t in op.inputs] + [f"^{c.name}" for c in op.control_inputs],
                     input_shapes=list(ins),
                     output_shapes=list(outs),
-                    output_dtypes=list(dtypes),
-                    flops=op_flops(op_type, op.attrs, ins, outs),
-                    intra_op_chunks=[IntraOpChunk(*c) for c in chunks],
+                    output_dtypes=list(node.output_dtypes),
+                    flops=op_flops(node.op, op.attrs, ins, outs),
+                    intra_op_chunks=[
+                        IntraOpChunk(c.begin, c.end, c.start_nanos, c.end_nanos, c.thread_id)
+                        for c in node.chunks
+                    ],
                 )
             )
         return StepStats(
