@@ -16,14 +16,14 @@ import collections
 import contextlib
 import sys
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
+from . import _default_session, _runtime, errors
 from . import _opweave_core as _core
-from . import _runtime, errors
 from ._core_errors import call_core
 from ._flops import op_flops
 from .config import (
@@ -128,14 +128,12 @@ class _Fetches:
         )
 
 
-_session_stack = threading.local()
 _FETCH_CACHE_SIZE = 256  # single fetches remembered per session (cleared when full)
 
 
 def get_default_session() -> Session | None:
     """The innermost session entered with ``with`` in this thread, or None."""
-    stack: list[Session] = getattr(_session_stack, "stack", [])
-    return stack[-1] if stack else None
+    return cast("Session | None", _default_session.innermost())
 
 
 class Session:
@@ -470,7 +468,7 @@ class Session:
         2.0
         >>> sess.close()
         """
-        return _as_default_session(self)
+        return _default_session.entered(self)
 
     def close(self) -> None:
         """Cancel the runs in flight, release the session's own pools. Idempotent.
@@ -485,7 +483,7 @@ class Session:
     def __enter__(self) -> Session:
         stack = contextlib.ExitStack()
         stack.enter_context(self._graph.as_default())
-        stack.enter_context(_as_default_session(self))
+        stack.enter_context(_default_session.entered(self))
         self._exit_stack = stack
         return self
 
@@ -499,14 +497,3 @@ class Session:
             self._exit_stack.close()
             self._exit_stack = None
         self.close()
-
-
-@contextlib.contextmanager
-def _as_default_session(session: Session) -> Iterator[Session]:
-    stack: list[Session] = getattr(_session_stack, "stack", None) or []
-    _session_stack.stack = stack
-    stack.append(session)
-    try:
-        yield session
-    finally:
-        stack.pop()
