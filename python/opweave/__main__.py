@@ -9,7 +9,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 
-from . import _tune_cli
+from .tuning import _cli as _tune_cli
 
 
 def _median_seconds(fn: Callable[[], object], runs: int) -> float:
