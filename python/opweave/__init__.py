@@ -88,7 +88,7 @@ from .tuning import tune
 bool = bool_
 
 __all__ = [
-    # graph API (issue 3) and thread controls (issue 7), sorted together
+    # graph API and thread controls, sorted together
     "BufferCacheInfo",
     "ConfigProto",
     "DType",
