@@ -1,4 +1,4 @@
-"""Bad input (issue 6, point 3): each is a clear error, and the same session still runs after."""
+"""Bad input: each is a clear error, and the same session still runs after."""
 
 from __future__ import annotations
 

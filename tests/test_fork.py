@@ -81,7 +81,7 @@ PRELUDE = textwrap.dedent(
 # Every scenario runs kernels alone, then kernels and a graph one after the other, then kernels
 # and graphs at once from separate threads (once the graph runtime exists).
 _needs_graphs = pytest.mark.skipif(
-    not hasattr(opweave, "Session"), reason="needs the graph runtime (issue 3)"
+    not hasattr(opweave, "Session"), reason="needs the graph runtime"
 )
 workloads = pytest.mark.parametrize(
     "workload",
@@ -302,7 +302,7 @@ def test_many_forks_do_not_flood_stderr_and_keep_sizes() -> None:
 )
 def test_child_runs_a_session_whose_own_pools_were_created_before_the_fork(pools: str) -> None:
     if not hasattr(opweave, "Session"):
-        pytest.skip("needs the graph runtime (issue 3)")
+        pytest.skip("needs the graph runtime")
     proc = _run(
         f"""
         import gc

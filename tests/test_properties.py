@@ -1,4 +1,4 @@
-"""Property-based tests (issue 6, point 5): random graphs against the NumPy reference evaluator
+"""Property-based tests: random graphs against the NumPy reference evaluator
 (tests/reference.py), and the kernels on random shapes, strides and axes against NumPy.
 
 Modest example counts and no deadline: they run in the default suite on a loaded machine. The

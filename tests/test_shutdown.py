@@ -1,4 +1,4 @@
-"""Interruption and shutdown (issue 6, point 4): none may hang or crash.
+"""Interruption and shutdown: none may hang or crash.
 
 Each case runs in a fresh interpreter with a timeout; a hang fails with TimeoutExpired and a
 crash with a negative return code (the signal).
@@ -240,7 +240,7 @@ def test_a_session_in_a_reference_cycle_is_collected_once_the_run_holding_it_end
 
 
 def test_garbage_collecting_a_session_while_its_named_pool_runs_another_sessions_work() -> None:
-    # Issue 6 point 4, the other way round: the session is collected at once (its pool is the
+    # The other way round: the session is collected at once (its pool is the
     # process-wide named pool, busy with another session's run), and the run is not disturbed.
     code = """
     import gc, weakref

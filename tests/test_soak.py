@@ -1,4 +1,4 @@
-"""Soak (issue 6, point 1): 8 threads run random graphs against the NumPy reference.
+"""Soak: 8 threads run random graphs against the NumPy reference.
 
 Excluded from the default run; ``pytest -m soak``. ``OPWEAVE_SOAK_ITERATIONS`` (per thread,
 default 200) scales it: 200 takes 2-3 minutes for the three configurations on two

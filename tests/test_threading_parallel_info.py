@@ -1,5 +1,5 @@
 """parallel_info() shows every pool: the global intra-op and inter-op pools, named pools and
-per-session pools, each with its size and the rule that chose it (issue 7, points 5 and 7).
+per-session pools, each with its size and the rule that chose it.
 Each case runs in a fresh process, so the first-Session rule starts clean."""
 
 from __future__ import annotations
@@ -13,9 +13,7 @@ import textwrap
 import opweave
 import pytest
 
-pytestmark = pytest.mark.skipif(
-    not hasattr(opweave, "Session"), reason="needs the graph runtime (issue 3)"
-)
+pytestmark = pytest.mark.skipif(not hasattr(opweave, "Session"), reason="needs the graph runtime")
 
 SESSION = """
 import gc

@@ -139,7 +139,7 @@ def test_tf_style_zero_drops_the_explicit_size_back_to_the_environment() -> None
     assert _sizes(code, OPWEAVE_NUM_INTRAOP_THREADS="5")[0] == 5
 
 
-@pytest.mark.skipif(not hasattr(opweave, "Session"), reason="needs the graph runtime (issue 3)")
+@pytest.mark.skipif(not hasattr(opweave, "Session"), reason="needs the graph runtime")
 def test_first_session_config_beats_the_environment_but_not_an_explicit_call() -> None:
     session = (
         "config = opweave.ConfigProto(intra_op_parallelism_threads=2,"

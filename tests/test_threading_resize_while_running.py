@@ -1,10 +1,10 @@
 """Thread controls called while ops run: from other threads, and from inside the ops themselves.
 
-runtime.h promises that the sizes may be set at any time. A resize waits for the work in flight on
-that pool, so nothing that work needs may be held across the wait (it used to be a Python lock:
-a py_function calling ``threadpool_limits`` or ``opweave.threads`` while another thread resized
-the inter-op pool hung both threads). And a resize asked for from inside the pool's own work
-would wait for itself: it is a clear ``FailedPreconditionError`` instead, never a hang.
+pools/global_pools.h promises that the sizes may be set at any time. A resize waits for the work
+in flight on that pool, so nothing that work needs may be held across the wait (it used to be a
+Python lock: a py_function calling ``threadpool_limits`` or ``opweave.threads`` while another
+thread resized the inter-op pool hung both threads). And a resize asked for from inside the pool's
+own work would wait for itself: it is a clear ``FailedPreconditionError`` instead, never a hang.
 
 Each case runs in a fresh interpreter under a timeout, so a hang fails the test.
 """

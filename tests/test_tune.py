@@ -23,8 +23,16 @@ import numpy as np
 import opweave as ow
 import pytest
 from _subprocess import finish
-from opweave import _grid, _grid_worker, models
-from opweave.tuning import TuneError, TuneResult, TuneRow, default_grid, recommend
+from opweave import models
+from opweave.tuning import (
+    TuneError,
+    TuneResult,
+    TuneRow,
+    _grid,
+    _grid_worker,
+    default_grid,
+    recommend,
+)
 
 # A user's model whose settings misbehave on purpose, by the intra-op size they run under:
 # intra=2 raises inside the run, intra=3 fetches other values than (1, 1), intra=4 hangs.

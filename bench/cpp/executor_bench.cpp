@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "opweave/executor/executor.h"
-#include "opweave/executor/session_pools.h"
+#include "opweave/pools/global_pools.h"
 
 using namespace opweave;
 
@@ -43,13 +43,13 @@ int main(int argc, char** argv) {
     y = add_node((i % 2 ? "mul_" : "add_") + std::to_string(i), i % 2 ? "Mul" : "Add",
                  {{y, 0}, {c, 0}});
   }
-  configure_global_pools_if_unset(intra, inter < 0 ? 1 : inter, "executor_bench");
+  configure_parallelism_if_unset(intra, inter < 0 ? 1 : inter, "executor_bench");
   Executor exec(g);
   RunRequest req;
   req.feeds = {{TensorId{x, 0}, Tensor::zeros(DType::kFloat32, {size})}};
   req.fetches = {{y, 0}};
-  req.inter_pool = inter < 0 ? nullptr : global_session_inter_pool();
-  req.intra_pool = global_session_intra_pool();
+  req.inter_pool = inter < 0 ? nullptr : global_inter_pool();
+  req.intra_pool = global_intra_pool();
 
   for (int i = 0; i < 50 && i < runs; ++i) exec.run(req);  // warm up: the cost estimates settle
   std::vector<double> us;

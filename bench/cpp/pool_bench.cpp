@@ -158,9 +158,9 @@ long long process_cpu_ns() {
   return static_cast<long long>(ts.tv_sec) * 1000000000LL + ts.tv_nsec;
 }
 
-// Issue 2: "idle workers use no CPU after a short spin". A parallel loop wakes every worker; then
-// the process sleeps for `seconds` and we read the CPU time the workers (and the whole process,
-// the sleeping caller included) used meanwhile.
+// The promise "idle workers use no CPU after a short spin". A parallel loop wakes every worker;
+// then the process sleeps for `seconds` and we read the CPU time the workers (and the whole
+// process, the sleeping caller included) used meanwhile.
 int idle_cpu(int workers, double seconds) {
   PoolOptions options;
   options.num_workers = workers;

@@ -1,7 +1,5 @@
 #include "interpreter_exit.h"
 
-#include <pthread.h>
-
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -34,13 +32,14 @@ thread_local int t_in_flight = 0;
 // In a forked child only the forking thread exists: the runs of the parent's other threads will
 // never return, so they must not be waited for at the child's exit. Runs in the child only.
 void forget_other_threads_runs() { g_gate->in_flight = t_in_flight; }
+constexpr ForkHandler kForgetOtherThreadsRuns{nullptr, nullptr, forget_other_threads_runs};
 
 [[maybe_unused]] const bool g_gate_ready = [] {
   g_gate = new Gate;
   // A leaf lock (nothing is locked or waited for while it is held: the condition wait releases
   // it), so it may be held across fork and the child finds it free.
   hold_across_fork(&g_gate->mutex);
-  pthread_atfork(nullptr, nullptr, forget_other_threads_runs);
+  at_fork(&kForgetOtherThreadsRuns);
   return true;
 }();
 

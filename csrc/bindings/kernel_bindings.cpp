@@ -18,7 +18,7 @@
 #include "opweave/executor/kernel_registry.h"
 #include "opweave/kernels/gemm.h"
 #include "opweave/kernels/kernels.h"
-#include "opweave/runtime.h"
+#include "opweave/pools/global_pools.h"
 #include "register.h"
 
 namespace py = pybind11;

@@ -8,7 +8,6 @@ PYBIND11_MODULE(_opweave_core, m) {
   opweave::bindings::register_kernels(m);
   opweave::bindings::register_graph(m);
   opweave::bindings::register_session(m);
-  opweave::bindings::register_threads(m);
   opweave::bindings::register_interpreter_exit(m);
   opweave::bindings::register_memory(m);
 }

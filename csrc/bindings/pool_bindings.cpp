@@ -1,5 +1,12 @@
-// The pools from Python: sizes and their provenance, counters, and one parallel NumPy workload
-// for the demo. opweave/_pool.py wraps these with docstrings and argument checks.
+// The global pools from Python (pools/global_pools.h): sizes and the rule that chose them, the
+// first-Session rule (sizes and spin time), each pool's counters and workers, the registry of named
+// and per-session pools that parallel_info() lists (pools/pool_registry.h), and one parallel NumPy
+// workload for the demo. opweave/_runtime.py and opweave/_pool.py wrap these.
+//
+// GIL: every call that may resize, rebuild or create a pool releases it (CountedGilRelease).
+// Resizing waits for the pool's work, which may be a py_function that needs the GIL; creating
+// starts threads and waits for them. Each such call copies its arguments to C++ values first, so
+// no Python object is touched while the GIL is released.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -11,7 +18,8 @@
 #include "opweave/cpu_info.h"
 #include "opweave/errors.h"
 #include "opweave/parallel_for.h"
-#include "opweave/runtime.h"
+#include "opweave/pools/global_pools.h"
+#include "opweave/pools/pool_registry.h"
 #include "register.h"
 
 namespace py = pybind11;
@@ -19,10 +27,15 @@ namespace py = pybind11;
 namespace opweave::bindings {
 namespace {
 
-ThreadPool* pool_named(const std::string& name) {
-  if (name == "intra") return global_intra_pool();
-  if (name == "inter") return global_inter_pool();
-  throw_invalid_argument("pool must be 'intra' or 'inter', got '" + name + "'");
+// "intra" or "inter": which global pool a call is about.
+bool is_intra(const std::string& pool) {
+  if (pool == "intra") return true;
+  if (pool == "inter") return false;
+  throw_invalid_argument("pool must be 'intra' or 'inter', got '" + pool + "'");
+}
+
+ThreadPool* global_pool(const std::string& pool) {
+  return is_intra(pool) ? global_intra_pool() : global_inter_pool();
 }
 
 py::dict stats_dict(const PoolStats& s) {
@@ -56,6 +69,32 @@ py::dict runtime_info_dict() {
   return d;
 }
 
+py::dict in_effect_dict(const ParallelismInEffect& eff) {
+  py::dict d;
+  d["intra"] = eff.intra;
+  d["intra_source"] = eff.intra_source;
+  d["intra_applied"] = eff.intra_applied;
+  d["inter"] = eff.inter;
+  d["inter_source"] = eff.inter_source;
+  d["inter_applied"] = eff.inter_applied;
+  return d;
+}
+
+py::list pools_list() {
+  py::list out;
+  for (const PoolDescription& d : describe_pools()) {
+    py::dict entry;
+    entry["kind"] = d.kind;
+    entry["label"] = d.label;
+    entry["workers"] = d.workers;
+    entry["source"] = d.source;
+    entry["spin_time_us"] = d.spin_time_us;
+    entry["cpus"] = d.cpus;
+    out.append(entry);
+  }
+  return out;
+}
+
 // sum over i of sum over k < repeats of sin(x[i] + k): ~repeats * 20 ns of work per element.
 // A fixed-block parallel_reduce, so the result is the same bits for any thread count.
 double parallel_sin_sum(const py::array_t<double, py::array::c_style | py::array::forcecast>& x,
@@ -80,47 +119,70 @@ double parallel_sin_sum(const py::array_t<double, py::array::c_style | py::array
 }  // namespace
 
 void register_pool(py::module_& m) {
-  m.def("runtime_info", &runtime_info_dict);
-  m.def("pool_stats",
-        [](const std::string& name) { return stats_dict(pool_named(name)->stats()); });
-  m.def("reset_pool_stats", [](const std::string& name) { pool_named(name)->reset_stats(); });
-  m.def("pool_worker_thread_ids",
-        [](const std::string& name) { return pool_named(name)->worker_thread_ids(); });
-  m.def("pool_worker_cpus",
-        [](const std::string& name) { return pool_named(name)->worker_cpus(); });
-  m.def("pool_num_workers",
-        [](const std::string& name) { return pool_named(name)->num_workers(); });
-  // What the pool's workers really run with (runtime_info() reports the rule in effect).
-  m.def("pool_spin_time_us",
-        [](const std::string& name) { return pool_named(name)->options().spin_time_us; });
+  // Sizes and their provenance.
   m.def("intra_op_parallelism", &intra_op_parallelism);
   m.def("inter_op_parallelism", &inter_op_parallelism);
-  // Resizing joins worker threads; releasing the GIL lets a worker that is finishing a
-  // py_function (which needs the GIL) complete instead of deadlocking the join. No Python
-  // object is touched meanwhile (the source string was copied to std::string).
+  m.def("intra_op_parallelism_source", &intra_op_parallelism_source);
+  m.def("inter_op_parallelism_source", &inter_op_parallelism_source);
+  // GIL released: see the top of this file (a resize waits for the pool's work).
   m.def("set_intra_op_parallelism", &set_intra_op_parallelism, py::arg("n"), py::arg("source"),
         py::call_guard<CountedGilRelease>());
   m.def("set_inter_op_parallelism", &set_inter_op_parallelism, py::arg("n"), py::arg("source"),
         py::call_guard<CountedGilRelease>());
+  // (size, source, fixed, requested): one pool's whole setting, read in one step.
+  m.def(
+      "parallelism_setting",
+      [](const std::string& pool) {
+        const ParallelismSetting s =
+            is_intra(pool) ? intra_op_parallelism_setting() : inter_op_parallelism_setting();
+        return py::make_tuple(s.size, s.source, s.fixed, s.requested);
+      },
+      py::arg("pool"));
+  m.def(
+      "restore_parallelism",
+      [](const std::string& pool, int size, std::string source, bool fixed, int requested) {
+        const bool intra = is_intra(pool);
+        const ParallelismSetting saved{size, std::move(source), fixed, requested};
+        CountedGilRelease release;  // see the top of this file; everything was copied above
+        if (intra) {
+          restore_intra_op_parallelism(saved);
+        } else {
+          restore_inter_op_parallelism(saved);
+        }
+      },
+      py::arg("pool"), py::arg("size"), py::arg("source"), py::arg("fixed"), py::arg("requested"));
+
+  // The first Session's ConfigProto: sizes, then spin time (global_pools.h).
   m.def(
       "configure_parallelism_if_unset",
       [](int intra, int inter, std::string source) {
         ParallelismInEffect eff;
         {
-          // Same reason as set_*: creating pools must not wait on the GIL holder (us).
-          CountedGilRelease release;
+          CountedGilRelease release;  // creates the pools: see the top of this file
           eff = configure_parallelism_if_unset(intra, inter, std::move(source));
         }
-        py::dict d;
-        d["intra"] = eff.intra;
-        d["intra_source"] = eff.intra_source;
-        d["intra_applied"] = eff.intra_applied;
-        d["inter"] = eff.inter;
-        d["inter_source"] = eff.inter_source;
-        d["inter_applied"] = eff.inter_applied;
-        return d;
+        return in_effect_dict(eff);
       },
       py::arg("intra"), py::arg("inter"), py::arg("source"));
+  // GIL released, as above: it waits for the lock held while another thread creates a pool.
+  m.def("configure_spin_time_if_unset", &configure_spin_time_if_unset, py::arg("us"),
+        py::arg("source"), py::call_guard<CountedGilRelease>());
+
+  // What parallel_info() shows, and what each global pool's workers really run with.
+  m.def("runtime_info", &runtime_info_dict);
+  m.def("describe_pools", &pools_list);
+  m.def("pool_stats",
+        [](const std::string& pool) { return stats_dict(global_pool(pool)->stats()); });
+  m.def("reset_pool_stats", [](const std::string& pool) { global_pool(pool)->reset_stats(); });
+  m.def("pool_worker_thread_ids",
+        [](const std::string& pool) { return global_pool(pool)->worker_thread_ids(); });
+  m.def("pool_worker_cpus",
+        [](const std::string& pool) { return global_pool(pool)->worker_cpus(); });
+  m.def("pool_num_workers",
+        [](const std::string& pool) { return global_pool(pool)->num_workers(); });
+  m.def("pool_spin_time_us",
+        [](const std::string& pool) { return global_pool(pool)->options().spin_time_us; });
+
   m.def("parallel_sin_sum", &parallel_sin_sum, py::arg("x"), py::arg("repeats"));
 }
 

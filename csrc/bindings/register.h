@@ -10,7 +10,6 @@ void register_pool(pybind11::module_& m);
 void register_kernels(pybind11::module_& m);
 void register_graph(pybind11::module_& m);
 void register_session(pybind11::module_& m);
-void register_threads(pybind11::module_& m);
 void register_interpreter_exit(pybind11::module_& m);
 void register_memory(pybind11::module_& m);
 

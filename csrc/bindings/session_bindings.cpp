@@ -1,5 +1,6 @@
-// Session.run and the session pools: opweave._opweave_core.{Executor, InterPool, ...}. The
-// Python layer (opweave.session) resolves names, fetch structures, configs and options.
+// Session.run and the inter-op pools it runs on: opweave._opweave_core.{Executor, InterPool,
+// NodeStats, ...}. The Python layer (opweave.session, and opweave._runtime for the pools) resolves
+// names, fetch structures, configs and options.
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
@@ -9,7 +10,9 @@
 #include "interpreter_exit.h"
 #include "numpy_tensor.h"
 #include "opweave/executor/executor.h"
-#include "opweave/executor/session_pools.h"
+#include "opweave/executor/placement.h"
+#include "opweave/pools/global_pools.h"
+#include "opweave/pools/session_pools.h"
 #include "register.h"
 
 namespace py = pybind11;
@@ -21,10 +24,17 @@ py::object python_exception_of(const std::exception_ptr& cause);  // graph_bindi
 namespace {
 
 // A handle on an inter-op pool: owned (per-session, named), or the global one, which is looked
-// up at each use because runtime.h replaces it after fork() (and a handle must not go stale).
+// up at each use because global_pools.h replaces it after fork() (a handle must not go stale).
 struct InterPool {
   std::shared_ptr<ThreadPool> pool;  // null: the global inter-op pool
-  ThreadPool* get() const { return pool ? pool.get() : global_session_inter_pool(); }
+  ThreadPool* get() const { return pool ? pool.get() : global_inter_pool(); }
+};
+
+// One session's executor and where the session placed each node (placement is per session; a
+// traced run records it).
+struct SessionExecutor {
+  std::shared_ptr<Executor> executor;
+  DevicePlacement placement;
 };
 
 // A pending Python exception taken out of the interpreter (e.g. KeyboardInterrupt from a
@@ -46,27 +56,13 @@ py::tuple shapes_to_python(const std::vector<Shape>& shapes) {
   return py::tuple(out);
 }
 
-// (rows, thread names): one row per node, (name, op, device, scheduled, start, end [ns since the
-// epoch], thread id, input shapes, output shapes, output dtype names, chunks), each chunk
-// (begin, end, start, end [ns], thread id); thread names map thread id -> role.
+// (node stats, thread names): one NodeStats per node that ran, in the order they ended; thread
+// names map thread id -> role.
 py::tuple step_stats_to_python(StepStatsCollector& stats) {
-  py::list rows;
-  for (const NodeExecStats& s : stats.take()) {
-    py::list dtypes;
-    for (DType d : s.output_dtypes) dtypes.append(dtype_name(d));
-    py::list chunks;
-    for (const ChunkRecord& c : s.chunks) {
-      chunks.append(py::make_tuple(c.begin, c.end, c.start_nanos, c.end_nanos, c.thread_id));
-    }
-    rows.append(py::make_tuple(s.node_name, s.op, s.device, s.scheduled_nanos, s.start_nanos,
-                               s.end_nanos, s.thread_id, shapes_to_python(s.input_shapes),
-                               shapes_to_python(s.output_shapes), py::tuple(dtypes),
-                               py::tuple(chunks)));
-  }
-  return py::make_tuple(rows, py::cast(stats.thread_names()));
+  return py::make_tuple(py::cast(stats.take()), py::cast(stats.thread_names()));
 }
 
-py::tuple run(Executor& executor, const std::vector<std::tuple<int, int, py::array>>& feeds,
+py::tuple run(SessionExecutor& session, const std::vector<std::tuple<int, int, py::array>>& feeds,
               const std::vector<std::pair<int, int>>& fetches, const std::vector<int>& targets,
               std::optional<InterPool> inter_pool, std::int64_t timeout_ms, bool trace) {
   RunRequest req;
@@ -80,11 +76,11 @@ py::tuple run(Executor& executor, const std::vector<std::tuple<int, int, py::arr
     pool_ref = inter_pool->pool;
     req.inter_pool = inter_pool->get();
   }
-  req.intra_pool = global_session_intra_pool();
+  req.intra_pool = global_intra_pool();
   req.timeout_ms = timeout_ms;
   std::optional<StepStatsCollector> stats;
   if (trace) {
-    stats.emplace();
+    stats.emplace(&session.placement);
     req.observer = &*stats;
   }
   SavedPyError interrupt;
@@ -110,7 +106,7 @@ py::tuple run(Executor& executor, const std::vector<std::tuple<int, int, py::arr
     // Counted, so interpreter exit cancels this run and waits for it (interpreter_exit.h).
     CountedGilRelease release;
     try {
-      out = executor.run(req);
+      out = session.executor->run(req);
     } catch (const RunFailure& e) {
       failure.emplace(e);
     }
@@ -156,24 +152,54 @@ void register_session(py::module_& m) {
            [](const InterPool& a, const InterPool& b) { return a.pool.get() == b.pool.get(); })
       .def("__hash__", [](const InterPool& p) { return std::hash<void*>()(p.pool.get()); });
 
-  py::class_<Executor, std::shared_ptr<Executor>>(m, "Executor")
+  py::class_<SessionExecutor>(m, "Executor")
       .def(py::init([](std::shared_ptr<Graph> g) {
-        return std::make_shared<Executor>(std::shared_ptr<const Graph>(std::move(g)));
+        auto s = std::make_unique<SessionExecutor>();  // not movable: the placement has a mutex
+        s->executor = std::make_shared<Executor>(std::shared_ptr<const Graph>(std::move(g)));
+        return s;
       }))
       .def("run", &run, py::arg("feeds"), py::arg("fetches"), py::arg("targets"),
            py::arg("inter_pool"), py::arg("timeout_ms"), py::arg("trace"))
-      .def("num_compiled", &Executor::num_compiled)
+      .def(
+          "place",
+          [](SessionExecutor& s, const std::string& node, std::string device) {
+            s.placement.place(node, std::move(device));
+          },
+          py::arg("node"), py::arg("device"))
+      .def("num_compiled", [](const SessionExecutor& s) { return s.executor->num_compiled(); })
       // No GIL release needed: close() only sets a flag the runs poll.
-      .def("close", &Executor::close);
+      .def("close", [](SessionExecutor& s) { s.executor->close(); });
 
-  m.def(
-      "configure_global_pools_if_unset",
-      [](int intra, int inter, const std::string& source) {
-        GlobalPoolInfo i = configure_global_pools_if_unset(intra, inter, source);
-        return py::make_tuple(i.intra_op_threads, i.inter_op_threads, i.intra_source,
-                              i.inter_source);
-      },
-      py::arg("intra"), py::arg("inter"), py::arg("source"));
+  // A traced run's per-node record (observer.h), read by name from Python.
+  py::class_<ChunkRecord>(m, "ChunkStats")
+      .def_readonly("begin", &ChunkRecord::begin)
+      .def_readonly("end", &ChunkRecord::end)
+      .def_readonly("start_nanos", &ChunkRecord::start_nanos)
+      .def_readonly("end_nanos", &ChunkRecord::end_nanos)
+      .def_readonly("thread_id", &ChunkRecord::thread_id);
+  py::class_<NodeExecStats>(m, "NodeStats")
+      .def_readonly("node_name", &NodeExecStats::node_name)
+      .def_readonly("op", &NodeExecStats::op)
+      .def_readonly("device", &NodeExecStats::device)
+      .def_readonly("scheduled_nanos", &NodeExecStats::scheduled_nanos)
+      .def_readonly("start_nanos", &NodeExecStats::start_nanos)
+      .def_readonly("end_nanos", &NodeExecStats::end_nanos)
+      .def_readonly("thread_id", &NodeExecStats::thread_id)
+      .def_property_readonly(
+          "input_shapes", [](const NodeExecStats& s) { return shapes_to_python(s.input_shapes); })
+      .def_property_readonly(
+          "output_shapes", [](const NodeExecStats& s) { return shapes_to_python(s.output_shapes); })
+      .def_property_readonly("output_dtypes",
+                             [](const NodeExecStats& s) {
+                               py::list names;
+                               for (DType d : s.output_dtypes) names.append(dtype_name(d));
+                               return py::tuple(names);
+                             })
+      .def_property_readonly("chunks", [](const NodeExecStats& s) {
+        return py::tuple(py::cast(s.chunks));  // copies: the tuple may outlive s
+      });
+
+  // Inter-op pools for Session: the global one, named ones, a session's own (pools/).
   m.def("global_inter_pool", [] { return InterPool{}; });
   m.def(
       "named_inter_pool",
@@ -183,7 +209,6 @@ void register_session(py::module_& m) {
       "new_inter_pool",
       [](int n, const std::string& name) { return InterPool{make_session_inter_pool(n, name)}; },
       py::arg("num_threads"), py::arg("name"));
-  m.def("resolve_num_threads", &resolve_num_threads, py::arg("requested"));
 }
 
 }  // namespace opweave::bindings

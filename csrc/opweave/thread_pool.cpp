@@ -1,7 +1,6 @@
 #include "opweave/thread_pool.h"
 
 #include <pthread.h>
-#include <sched.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -16,26 +15,13 @@
 #include "opweave/errors.h"
 #include "opweave/event_count.h"
 #include "opweave/fork_guard.h"
+#include "opweave/pinning.h"
 #include "opweave/spin.h"
 #include "opweave/task_recycler.h"
 #include "opweave/work_stealing_deque.h"
 
 namespace opweave {
 namespace {
-
-// (issue 7) Bumped in every forked child: a pool whose generation differs was created by a parent
-// process, and its worker threads do not exist here.
-std::atomic<std::uint64_t> g_fork_generation{0};
-
-// Installed at load time: a lazy install could itself be caught half done by a fork.
-[[maybe_unused]] const int g_atfork = pthread_atfork(nullptr, nullptr, [] {
-  // relaxed: the child is single-threaded while the handler runs.
-  g_fork_generation.fetch_add(1, std::memory_order_relaxed);
-});
-
-std::uint64_t current_fork_generation() {
-  return g_fork_generation.load(std::memory_order_relaxed);
-}
 
 constexpr std::size_t kDequeCapacity = 1024;
 constexpr int kMaxInjectionQueues = 4;
@@ -110,122 +96,6 @@ void run_and_delete(Task* task) noexcept {
   delete task;
 }
 
-// --- Placement of pinned workers (thread_pool.h, Affinity) ---
-// Every pinned pool registers its workers' kernel thread ids here once they run, and unregisters
-// before it joins them, so no id here belongs to an exited thread (the kernel could reuse it for
-// another thread). Each change re-pins, in one pass over all registered pools, every worker whose
-// CPU changed. The mutex is a leaf: nothing else is locked under it.
-struct PinnedPool {
-  const void* key;  // the pool's Impl
-  PinGroup group;
-  std::uint64_t seq;  // start order of the pool (kept across its resizes)
-  Affinity mode;
-  std::vector<long> tids;
-  std::vector<int> cpus;  // where each worker is pinned now; -1: not (yet)
-};
-
-struct Placement {
-  std::mutex mutex;
-  std::vector<PinnedPool> pools;  // guarded by mutex
-  std::uint64_t next_seq = 1;     // guarded by mutex
-};
-
-// Leaked (pools may shut down during static destruction). Created at load time and its mutex held
-// across fork() (fork_guard.h).
-Placement* const g_placement = [] {
-  auto* p = new Placement;
-  hold_across_fork(&p->mutex);
-  return p;
-}();
-
-// (issue 7) A forked child has none of the parent's workers (its pools are leaked, never shut
-// down): forget them, so they neither take CPU slots nor get ids re-pinned.
-[[maybe_unused]] const int g_placement_atfork =
-    pthread_atfork(nullptr, nullptr, [] { g_placement->pools.clear(); });
-
-// The process's CPUs: the mask of its main thread (a pool worker's own mask is one CPU).
-std::vector<int> process_cpus() {
-  std::vector<int> cpus;
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(getpid(), sizeof(set), &set) != 0 &&
-      sched_getaffinity(0, sizeof(set), &set) != 0) {
-    return cpus;
-  }
-  for (int c = 0; c < CPU_SETSIZE; ++c) {
-    if (CPU_ISSET(c, &set)) cpus.push_back(c);
-  }
-  return cpus;
-}
-
-// Index into the n allowed CPUs of slot s out of `total` (thread_pool.h, Affinity).
-std::size_t cpu_index(Affinity mode, std::size_t s, std::size_t total, std::size_t n) {
-  if (mode == Affinity::kScatter && total <= n) return s * n / total;
-  return s % n;
-}
-
-// Called with the placement mutex held.
-void repin_locked(Placement& p) {
-  const std::vector<int> cpus = process_cpus();
-  if (cpus.empty()) return;
-  std::vector<PinnedPool*> order;
-  std::size_t total = 0;
-  for (PinnedPool& e : p.pools) {
-    order.push_back(&e);
-    total += e.tids.size();
-  }
-  std::sort(order.begin(), order.end(), [](const PinnedPool* a, const PinnedPool* b) {
-    return std::pair{a->group, a->seq} < std::pair{b->group, b->seq};
-  });
-  std::size_t slot = 0;
-  for (PinnedPool* e : order) {
-    for (std::size_t i = 0; i < e->tids.size(); ++i, ++slot) {
-      const int cpu = cpus[cpu_index(e->mode, slot, total, cpus.size())];
-      if (e->cpus[i] == cpu) continue;
-      cpu_set_t set;
-      CPU_ZERO(&set);
-      CPU_SET(cpu, &set);
-      // By thread id: the thread is alive (see above), and no pthread handle is needed.
-      if (sched_setaffinity(static_cast<pid_t>(e->tids[i]), sizeof(set), &set) == 0) {
-        e->cpus[i] = cpu;
-      }
-    }
-  }
-}
-
-// Registers (or re-registers after a resize) a pool's running workers and re-pins all pools.
-// Returns the pool's start-order number (`seq` if non-zero, else a new one).
-std::uint64_t pin_workers(const void* key, PinGroup group, std::uint64_t seq, Affinity mode,
-                          std::vector<long> tids) {
-  Placement& p = *g_placement;
-  std::lock_guard<std::mutex> lock(p.mutex);  // guards pools and next_seq
-  if (seq == 0) seq = p.next_seq++;
-  const std::size_t n = tids.size();
-  p.pools.push_back(PinnedPool{key, group, seq, mode, std::move(tids), std::vector<int>(n, -1)});
-  repin_locked(p);
-  return seq;
-}
-
-// Drops a pool's workers (before they are joined) and re-pins the others into the freed slots.
-void unpin_workers(const void* key) {
-  Placement& p = *g_placement;
-  std::lock_guard<std::mutex> lock(p.mutex);  // guards pools
-  const auto it = std::find_if(p.pools.begin(), p.pools.end(),
-                               [key](const PinnedPool& e) { return e.key == key; });
-  if (it == p.pools.end()) return;
-  p.pools.erase(it);
-  repin_locked(p);
-}
-
-std::vector<int> pinned_cpus(const void* key) {
-  Placement& p = *g_placement;
-  std::lock_guard<std::mutex> lock(p.mutex);  // guards pools
-  for (const PinnedPool& e : p.pools) {
-    if (e.key == key) return e.cpus;
-  }
-  return {};
-}
-
 }  // namespace
 
 struct ThreadPool::Impl {
@@ -239,8 +109,8 @@ struct ThreadPool::Impl {
   };
 
   PoolOptions options;
-  std::uint64_t fork_generation = current_fork_generation();  // (issue 7) see ~ThreadPool
-  std::uint64_t pin_seq = 0;  // start order among pinned pools (Placement); under lifecycle
+  std::uint64_t fork_generation = opweave::fork_generation();  // see ~ThreadPool
+  std::uint64_t pin_seq = 0;  // start order among pinned pools (pinning.h); under lifecycle
                               // or construction
   std::vector<std::unique_ptr<Worker>> workers;  // fixed between start() and join_all()
   std::vector<InjectionQueue> injection{static_cast<std::size_t>(kMaxInjectionQueues)};
@@ -641,7 +511,7 @@ struct ThreadPool::Impl {
   }
 
   std::size_t shutdown_locked(bool run_pending) {
-    unpin_workers(this);  // before the join: see Placement
+    unpin_workers(this);  // before the join: see pinning.h
     {
       // Every queue lock held: no injection can be in flight while `stopping` flips.
       std::vector<std::unique_lock<std::mutex>> locks;
@@ -667,8 +537,8 @@ ThreadPool::ThreadPool(PoolOptions options) : impl_(std::make_unique<Impl>()) {
 }
 
 ThreadPool::~ThreadPool() {
-  if (impl_->fork_generation != current_fork_generation()) {
-    // (issue 7) Destroyed in a forked child: the workers exist only in the parent, and joining
+  if (impl_->fork_generation != fork_generation()) {
+    // Destroyed in a forked child: the workers exist only in the parent, and joining
     // them would wait forever. Leak the state (its threads, queues and any locks they held).
     (void)impl_.release();
     return;
@@ -778,7 +648,7 @@ void ThreadPool::resize(int num_workers) {
   impl_->rebuild("resize", [num_workers](PoolOptions& o) { o.num_workers = num_workers; });
 }
 
-// (issue 7) Workers read options.spin_time_us when they start, so a new spin time means new
+// Workers read options.spin_time_us when they start, so a new spin time means new
 // workers: the same rebuild between uses as resize().
 void ThreadPool::set_spin_time_us(std::int64_t us) {
   if (us < 0) {

@@ -4,7 +4,7 @@
 //   pool.schedule([] { do_work(); });          // fire-and-forget
 //   parallel_for(&pool, 0, n, 1024, body);     // see parallel_for.h
 //
-// Design (DESIGN.md, "The two pools"):
+// Design (docs/architecture.md, "The pool"):
 // - Each worker owns a bounded WorkStealingDeque (work_stealing_deque.h). A task scheduled by a
 //   worker of this pool goes to the bottom of its own deque (LIFO for itself, stolen FIFO by
 //   others); when the deque is full, its older half moves to an injection queue in one batch.
@@ -28,29 +28,16 @@
 #include <utility>
 #include <vector>
 
+#include "opweave/pinning.h"
 #include "opweave/task_recycler.h"
 
 namespace opweave {
-
-// Worker pinning, one CPU per worker, across every pinned pool of the process: the workers of
-// all pinned pools form one sequence of slots -- the global inter-op pool's workers first, then
-// the global intra-op pool's, then the other pools' (per-session, named) in the order they were
-// started (PinGroup) -- so that two pools do not share a CPU while the mask has free ones.
-// kCompact: slot s on the (s mod n)-th CPU of the process's affinity mask (n CPUs): consecutive
-// workers on neighbouring CPUs, wrapping around. kScatter: the T slots spread evenly over the
-// mask (slot s on CPU floor(s * n / T) when T <= n, else as compact). Both follow the CPU
-// numbering of the mask, not a topology map. Pools are re-pinned whenever a pinned pool starts,
-// is resized or shuts down. kNone: the OS decides.
-enum class Affinity { kNone, kCompact, kScatter };
-
-// Where a pinned pool's workers go in the sequence of slots (see Affinity).
-enum class PinGroup { kGlobalInterOp = 0, kGlobalIntraOp = 1, kOther = 2 };
 
 struct PoolOptions {
   int num_workers = 1;             // worker threads owned by the pool (>= 0)
   std::string name = "pool";       // workers are named "<name> <index>" for debuggers and traces
   std::int64_t spin_time_us = 50;  // how long an idle worker spins before it parks; 0 = never spin
-  Affinity affinity = Affinity::kNone;
+  Affinity affinity = Affinity::kNone;    // worker pinning (pinning.h)
   PinGroup pin_group = PinGroup::kOther;  // only matters when affinity != kNone
 };
 
@@ -104,7 +91,9 @@ class ThreadPool {
  public:
   // Starts options.num_workers threads and returns once each has registered its thread id.
   explicit ThreadPool(PoolOptions options);
-  ~ThreadPool();  // runs every queued task, then joins the workers
+  // Runs every queued task, then joins the workers. In a forked child, a pool the parent made is
+  // leaked instead: its workers do not exist there (fork_generation(), fork_guard.h).
+  ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
 
@@ -142,7 +131,7 @@ class ThreadPool {
   // OpError(kFailedPrecondition) when called from one of its own workers or from a thread that
   // holds a Use of this pool (both would wait for themselves). Reopens a shut-down pool.
   void resize(int num_workers);
-  // (issue 7) Rebuilds the workers, exactly as resize() does (same gate, same waits, same
+  // Rebuilds the workers, exactly as resize() does (same gate, same waits, same
   // kFailedPrecondition from inside the pool's own work), so that they spin for `us`
   // microseconds before parking (options().spin_time_us; 0 = never spin). Same thread-safety.
   void set_spin_time_us(std::int64_t us);
@@ -158,7 +147,7 @@ class ThreadPool {
   int current_worker_index() const noexcept;
   // Kernel thread ids (gettid) of the workers, for traces. Thread-safe between resizes.
   std::vector<long> worker_thread_ids() const;
-  // The CPU each worker is pinned to (see Affinity), in worker order; empty when the pool does not
+  // The CPU each worker is pinned to (pinning.h), in worker order; empty when the pool does not
   // pin. Thread-safe.
   std::vector<int> worker_cpus() const;
   // Sums of per-worker counters (relaxed reads: exact once the pool is quiet). Thread-safe.

@@ -9,7 +9,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 
-from . import _tune_cli
+from .tuning import _cli as _tune_cli
 
 
 def _median_seconds(fn: Callable[[], object], runs: int) -> float:
@@ -76,7 +76,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "tune":
         return _tune_cli.run(args)
     if args.command == "demo":
-        # The experiment users of the two settings want (issue 3), then the pool's own counters.
+        # The experiment users of the two settings want, then the pool's own counters.
         from . import _demo_graph
 
         status = _demo_graph.main([])

@@ -3,8 +3,8 @@
 One graph with independent branches (several matmul + reduction towers and one py_function
 branch that waits, like data loading does) runs under a grid of
 ``(intra_op_parallelism_threads, inter_op_parallelism_threads)`` settings. Each setting runs in a
-fresh process (:mod:`opweave._grid`, shared with the tuner), because the first Session of a
-process sizes the global pools. The table shows the median time of several runs, the speedup
+fresh process (:mod:`opweave.tuning._grid`, shared with the tuner), because the first Session of
+a process sizes the global pools. The table shows the median time of several runs, the speedup
 over ``(1, 1)``, what one traced run saw the threads do at once, and what the setting changed.
 """
 
@@ -19,8 +19,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from . import _grid
 from .models import Model
+from .tuning import _grid
 
 GRID: list[tuple[int, int, str]] = [
     (1, 1, "baseline: one op at a time, each op on one thread"),

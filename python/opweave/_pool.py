@@ -3,7 +3,8 @@
 ``parallel_info()`` explains the pool sizes and where they came from; :func:`pool_stats` and
 :func:`reset_pool_stats` expose the work-stealing counters (for tests and the demo). The sizes
 are set through the public thread controls only (``opweave.set_num_threads`` & co., see
-``_threads.py`` and ``_runtime.py``), so there is one code path and one record of what was set.
+``_threads.py``), and everything here reads the pools through ``_runtime.py``, so there is one
+code path and one record of what was set.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ import numpy as np
 import numpy.typing as npt
 
 from . import _opweave_core as _core
+from . import _runtime
+from ._memory import buffer_cache_info
 
 PoolName = Literal["intra", "inter"]
 
@@ -72,7 +75,7 @@ def pool_stats(pool: PoolName = "intra") -> PoolStats:
         Exact once the pool is quiet; approximate while tasks run.
     """
     _check_pool(pool)
-    return PoolStats(**_core.pool_stats(pool))
+    return PoolStats(**_runtime.pool_stats(pool))
 
 
 def reset_pool_stats(pool: PoolName = "intra") -> None:
@@ -84,7 +87,7 @@ def reset_pool_stats(pool: PoolName = "intra") -> None:
         Which pool.
     """
     _check_pool(pool)
-    _core.reset_pool_stats(pool)
+    _runtime.reset_pool_stats(pool)
 
 
 def parallel_info() -> str:
@@ -106,7 +109,7 @@ def parallel_info() -> str:
     """
     from ._version import __version__
 
-    info = _core.runtime_info()
+    info = _runtime.runtime_info()
     intra = info["intra_op_parallelism"]
     quota = info["cgroup_quota_cpus"]
     quota_text = f"{quota:.2f} CPUs" if quota > 0 else "none"
@@ -133,8 +136,8 @@ def parallel_info() -> str:
         "OPWEAVE_NUM_INTRAOP_THREADS / OPWEAVE_NUM_INTEROP_THREADS > OMP_NUM_THREADS (intra) > "
         "available CPUs",
     ]
-    # Named and per-session pools (issue 7): whoever creates one registers it with its rule.
-    for pool in _core.describe_pools():
+    # Named and per-session pools: whoever creates one registers it with the rule that sized it.
+    for pool in _runtime.describe_pools():
         lines.append(
             f"{pool['kind']:<21}: '{pool['label']}' {pool['workers']} workers [{pool['source']}]"
             + (f" on {_cpus_text(pool['cpus'])}" if pool["cpus"] else "")
@@ -144,13 +147,13 @@ def parallel_info() -> str:
 
 def _buffer_cache_line() -> str:
     """'tensor buffer cache  : 4.5 MiB held for reuse (cap 256 MiB) [default]'."""
-    cache = _core.buffer_cache_info()
+    cache = buffer_cache_info()
     mib = 1 << 20
-    if cache["cap_bytes"] == 0:
-        return f"tensor buffer cache  : off [{cache['cap_source']}]"
+    if cache.cap_bytes == 0:
+        return f"tensor buffer cache  : off [{cache.cap_source}]"
     return (
-        f"tensor buffer cache  : {cache['held_bytes'] / mib:.1f} MiB held for reuse (cap "
-        f"{cache['cap_bytes'] // mib} MiB) [{cache['cap_source']}]"
+        f"tensor buffer cache  : {cache.held_bytes / mib:.1f} MiB held for reuse (cap "
+        f"{cache.cap_bytes // mib} MiB) [{cache.cap_source}]"
     )
 
 
@@ -162,8 +165,12 @@ def _cpus_text(cpus: list[int]) -> str:
 def _global_pool_cpus(info: dict[str, Any]) -> str:
     """Where the existing global pools' workers are pinned, e.g. '; inter-op on CPU 0, ...'."""
     parts = []
-    for name, key in (("inter-op", "inter_pool_created"), ("intra-op", "intra_pool_created")):
-        cpus = _core.pool_worker_cpus(name[:5]) if info[key] else []
+    pools: tuple[tuple[str, _runtime.Pool, str], ...] = (
+        ("inter-op", "inter", "inter_pool_created"),
+        ("intra-op", "intra", "intra_pool_created"),
+    )
+    for name, pool, key in pools:
+        cpus = _runtime.worker_cpus(pool) if info[key] else []
         if cpus:
             parts.append(f"{name} on {_cpus_text(cpus)}")
     return "; " + ", ".join(parts) if parts else ""

@@ -20,6 +20,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
+from . import _default_session
 from . import _opweave_core as _core
 from .dtypes import DType
 from .tensor_shape import TensorShape, as_shape
@@ -338,9 +339,7 @@ class Operation:
 
 def _session_for(session: Any, graph: Graph) -> Any:
     if session is None:
-        from .session import get_default_session
-
-        session = get_default_session()
+        session = _default_session.innermost()
         if session is None:
             raise ValueError(
                 "Cannot evaluate without a session: pass session=, or use `with Session():`"

@@ -14,26 +14,23 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import functools
-import os
 import sys
 import threading
-import warnings
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
-from typing import Any, NoReturn
+from typing import Any, cast
 
 import numpy as np
 
+from . import _default_session, _runtime, errors
 from . import _opweave_core as _core
-from . import errors
+from ._core_errors import call_core
 from ._flops import op_flops
 from .config import (
     ConfigProto,
     DeviceStepStats,
     IntraOpChunk,
     NodeExecStats,
-    PoolConfigWarning,
     RunMetadata,
     RunOptions,
     StepStats,
@@ -59,22 +56,6 @@ def _compatible(shape: Shape, value_shape: tuple[int, ...]) -> bool:
     return len(shape) == len(value_shape) and all(
         d is None or d == v for d, v in zip(shape, value_shape, strict=True)
     )
-
-
-def _raise_core_error(exc: BaseException) -> NoReturn:
-    """Re-raise a CoreError as the matching opweave.errors class (or the py_function's error)."""
-    args = exc.args
-    code, message = int(args[0]), str(args[1])
-    node = str(args[2]) if len(args) > 2 and args[2] else None
-    op_type = str(args[3]) if len(args) > 3 and args[3] else None
-    original = args[4] if len(args) > 4 else None
-    if isinstance(original, BaseException):
-        if hasattr(original, "add_note"):
-            original.add_note(f"raised inside node {node!r} (op: {op_type})")
-        # The original object: its type is the user's and its __traceback__ still holds the
-        # frames of the py_function body; raising it chains them under Session.run's frames.
-        raise original
-    raise errors.error_from_code(code, message, node, op_type) from None
 
 
 class _Fetches:
@@ -147,14 +128,12 @@ class _Fetches:
         )
 
 
-_session_stack = threading.local()
 _FETCH_CACHE_SIZE = 256  # single fetches remembered per session (cleared when full)
 
 
 def get_default_session() -> Session | None:
     """The innermost session entered with ``with`` in this thread, or None."""
-    stack: list[Session] = getattr(_session_stack, "stack", [])
-    return stack[-1] if stack else None
+    return cast("Session | None", _default_session.innermost())
 
 
 class Session:
@@ -197,91 +176,14 @@ class Session:
         self._graph = graph
         self._config = config
         self._closed = False
-        self._executor = _core.Executor(graph._core)
+        self._executor = _core.Executor(graph._core)  # also records where each node is placed
         self._lock = threading.Lock()  # guards placement bookkeeping
         self._placed = 0
-        self._placement: dict[str, str] = {}
         n_cpu = max(1, config.device_count.get("CPU", 1))
         self._devices = [f"/device:CPU:{i}" for i in range(n_cpu)]
-        self._pools: list[_core.InterPool] = []
-        # issue 7: how to re-create each pool in a forked child, whose copies have no threads.
-        self._pool_factories: list[Callable[[], _core.InterPool]] = []
-        self._pid = os.getpid()
         self._exit_stack: contextlib.ExitStack | None = None
         self._fetch_cache: dict[Tensor | Operation | str, _Fetches] = {}
-        self._setup_pools()
-
-    # -- pools ----------------------------------------------------------------------------------
-    def _setup_pools(self) -> None:
-        cfg = self._config
-        intra, inter = cfg.intra_op_parallelism_threads, cfg.inter_op_parallelism_threads
-        uses_global_inter = not (
-            cfg.session_inter_op_thread_pool or inter < 0 or cfg.use_per_session_threads
-        )
-        # issue 7: the spin time follows the first-Session rule too; it must be set before the
-        # global pools are created just below.
-        spin = cfg.experimental.spin_time_us
-        if spin is not None and not _core.configure_spin_time_if_unset(
-            spin, f"the first Session's ConfigProto.experimental.spin_time_us={spin}"
-        ):
-            in_effect = _core.runtime_info()
-            if in_effect["spin_time_us"] != spin:
-                warnings.warn(
-                    f"ConfigProto.experimental.spin_time_us={spin} does not take effect: the "
-                    f"global pools spin {in_effect['spin_time_us']} us, as set by "
-                    f"{in_effect['spin_time_source']}.",
-                    PoolConfigWarning,
-                    stacklevel=3,
-                )
-        info = _core.configure_global_pools_if_unset(
-            intra, inter if uses_global_inter else -1, "the first Session's ConfigProto"
-        )
-        eff_intra, eff_inter, src_intra, src_inter = info
-        if intra and eff_intra != intra:
-            warnings.warn(
-                f"ConfigProto(intra_op_parallelism_threads={intra}) does not take effect: the "
-                f"global intra-op pool already runs one op on {eff_intra} threads, as sized by "
-                f"{src_intra}. Resize it with opweave.set_num_threads({intra}) between runs.",
-                PoolConfigWarning,
-                stacklevel=3,
-            )
-        self._make_pools(eff_inter, src_inter)
-
-    def _make_pools(self, eff_inter: int, src_inter: str) -> None:
-        cfg = self._config
-        inter = cfg.inter_op_parallelism_threads
-        self._pid = os.getpid()
-        self._pools = []
-        try:
-            if cfg.session_inter_op_thread_pool:
-                for i, p in enumerate(cfg.session_inter_op_thread_pool):
-                    if p.global_name:
-                        self._add_pool(
-                            functools.partial(_core.named_inter_pool, p.global_name, p.num_threads)
-                        )
-                    else:
-                        self._add_pool(
-                            functools.partial(
-                                _core.new_inter_pool, p.num_threads, f"session inter-op {i}"
-                            )
-                        )
-            elif inter < 0:
-                pass  # every op runs in the caller's thread
-            elif cfg.use_per_session_threads:
-                self._add_pool(functools.partial(_core.new_inter_pool, inter, "session inter-op"))
-            else:
-                self._add_pool(_core.global_inter_pool)
-                if inter and eff_inter != inter and eff_inter >= 0:
-                    warnings.warn(
-                        f"ConfigProto(inter_op_parallelism_threads={inter}) does not take effect: "
-                        f"the global inter-op pool already runs {eff_inter} ops at once, as sized "
-                        f"by {src_inter}. Resize it with opweave.set_num_interop_threads({inter}) "
-                        "between runs, or set use_per_session_threads=True.",
-                        PoolConfigWarning,
-                        stacklevel=4,
-                    )
-        except _core.CoreError as e:
-            _raise_core_error(e)
+        self._pools = _runtime.SessionPools(config)
 
     @property
     def graph(self) -> Graph:
@@ -316,7 +218,7 @@ class Session:
                             "allow_soft_placement=True to place it on /device:CPU:0 instead.",
                         )
                     device = self._devices[0]
-                self._placement[op.name] = device
+                self._executor.place(op.name, device)
                 if self._config.log_device_placement:
                     print(
                         f"{op.name}: ({op.type}): /job:localhost/replica:0/task:0{device}",
@@ -361,31 +263,6 @@ class Session:
             return []
         return [self._feed_value(self._feed_key(k), v) for k, v in feed_dict.items()]
 
-    def _add_pool(self, factory: Callable[[], _core.InterPool]) -> None:
-        self._pools.append(factory())
-        self._pool_factories.append(factory)
-
-    def _rebuild_pools_after_fork(self) -> None:
-        # issue 7: in a forked child the session's pools have no threads (the C++ side leaks
-        # them instead of joining). Named pools were forgotten by the child's atfork handler, the
-        # global pools are rebuilt lazily by runtime.h: calling the factories again gives live
-        # pools of the same sizes. Racing threads may both rebuild; the loser's pools just go.
-        self._pools = [factory() for factory in self._pool_factories]
-        self._pid = os.getpid()
-
-    def _pool_for(self, options: RunOptions | None) -> _core.InterPool | None:
-        if self._pid != os.getpid():
-            self._rebuild_pools_after_fork()
-        index = options.inter_op_thread_pool if options is not None else 0
-        if index == -1:
-            return None
-        if not self._pools:
-            if index == 0:
-                return None
-        elif 0 <= index < len(self._pools):
-            return self._pools[index]
-        raise errors.InvalidArgumentError(None, None, f"Invalid inter_op_thread_pool: {index}")
-
     def _run(
         self,
         fetches: _Fetches,
@@ -400,7 +277,7 @@ class Session:
         if run_metadata is not None and not isinstance(run_metadata, RunMetadata):
             raise TypeError("run_metadata must be an opweave.RunMetadata")
         self._place_new_ops()
-        pool = self._pool_for(options)
+        pool = self._pools.for_run(options.inter_op_thread_pool if options is not None else 0)
         timeout = self._config.operation_timeout_in_ms
         if options is not None and options.timeout_in_ms > 0:
             timeout = options.timeout_in_ms
@@ -409,47 +286,38 @@ class Session:
             and options.trace_level != RunOptions.NO_TRACE
             and run_metadata is not None
         )
-        failure: BaseException | None = None
-        try:
-            values, stats = self._executor.run(
-                feeds,
-                fetches.fetch_ids,
-                fetches.target_ids,
-                pool,
-                timeout,
-                trace,
-            )
-        except _core.CoreError as e:
-            failure = e
-        if failure is not None:
-            # Raised outside the except block so the CoreError does not show up as context.
-            _raise_core_error(failure)
+        values, stats = call_core(
+            self._executor.run, feeds, fetches.fetch_ids, fetches.target_ids, pool, timeout, trace
+        )
         if trace and run_metadata is not None:
             run_metadata.step_stats = self._step_stats(stats or ([], {}))
         return fetches.rebuild(values)
 
-    def _step_stats(self, stats: tuple[list[_core.StatsRow], dict[int, str]]) -> StepStats:
-        rows, thread_names = stats
+    def _step_stats(self, stats: tuple[list[_core.NodeStats], dict[int, str]]) -> StepStats:
+        nodes, thread_names = stats
         by_device: dict[str, list[NodeExecStats]] = {}
-        for name, op_type, _device, sched, start, end, tid, ins, outs, dtypes, chunks in rows:
-            op = self._graph.get_operation_by_name(name)
-            device = self._placement.get(name, self._devices[0])
-            by_device.setdefault(device, []).append(
+        for node in nodes:
+            op = self._graph.get_operation_by_name(node.node_name)
+            tid, ins, outs = node.thread_id, node.input_shapes, node.output_shapes
+            by_device.setdefault(node.device, []).append(
                 NodeExecStats(
-                    node_name=name,
-                    op=op_type,
-                    scheduled_nanos=sched,
-                    all_start_nanos=start,
-                    all_end_nanos=end,
+                    node_name=node.node_name,
+                    op=node.op,
+                    scheduled_nanos=node.scheduled_nanos,
+                    all_start_nanos=node.start_nanos,
+                    all_end_nanos=node.end_nanos,
                     thread_id=tid,
                     thread_name=thread_names.get(tid, f"thread {tid}"),
-                    device=device,
+                    device=node.device,
                     inputs=[t.name for t in op.inputs] + [f"^{c.name}" for c in op.control_inputs],
                     input_shapes=list(ins),
                     output_shapes=list(outs),
-                    output_dtypes=list(dtypes),
-                    flops=op_flops(op_type, op.attrs, ins, outs),
-                    intra_op_chunks=[IntraOpChunk(*c) for c in chunks],
+                    output_dtypes=list(node.output_dtypes),
+                    flops=op_flops(node.op, op.attrs, ins, outs),
+                    intra_op_chunks=[
+                        IntraOpChunk(c.begin, c.end, c.start_nanos, c.end_nanos, c.thread_id)
+                        for c in node.chunks
+                    ],
                 )
             )
         return StepStats(
@@ -600,7 +468,7 @@ class Session:
         2.0
         >>> sess.close()
         """
-        return _as_default_session(self)
+        return _default_session.entered(self)
 
     def close(self) -> None:
         """Cancel the runs in flight, release the session's own pools. Idempotent.
@@ -610,12 +478,12 @@ class Session:
         """
         self._closed = True
         self._executor.close()
-        self._pools = []
+        self._pools.close()
 
     def __enter__(self) -> Session:
         stack = contextlib.ExitStack()
         stack.enter_context(self._graph.as_default())
-        stack.enter_context(_as_default_session(self))
+        stack.enter_context(_default_session.entered(self))
         self._exit_stack = stack
         return self
 
@@ -629,14 +497,3 @@ class Session:
             self._exit_stack.close()
             self._exit_stack = None
         self.close()
-
-
-@contextlib.contextmanager
-def _as_default_session(session: Session) -> Iterator[Session]:
-    stack: list[Session] = getattr(_session_stack, "stack", None) or []
-    _session_stack.stack = stack
-    stack.append(session)
-    try:
-        yield session
-    finally:
-        stack.pop()

@@ -3,13 +3,16 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <map>
 #include <set>
+#include <string>
 #include <thread>
 
 #include "opweave/executor/executor.h"
 #include "opweave/executor/kernel_registry.h"
-#include "opweave/executor/session_pools.h"
+#include "opweave/executor/placement.h"
 #include "opweave/parallel_for.h"
+#include "opweave/pools/session_pools.h"
 #include "testing.h"
 
 using namespace opweave;
@@ -165,6 +168,34 @@ OPWEAVE_TEST(caller_thread_mode_runs_every_node_on_the_caller) {
   req.fetches = {{f.d, 0}};
   ex.run(req);
   for (const NodeExecStats& s : stats.take()) OPWEAVE_CHECK_EQ(s.thread_id, current_thread_id());
+}
+
+OPWEAVE_TEST(a_traced_node_reports_the_device_its_session_placed_it_on) {
+  auto g = std::make_shared<Graph>();
+  register_test_kernels();
+  NodeDef asked;  // asks for a device the session does not have; soft placement moved it
+  asked.name = "asked";
+  asked.op = "Const";
+  asked.attrs = {{"value", AttrValue{scalar(1)}}};
+  asked.device = "/device:GPU:0";
+  const int a = g->add_node(std::move(asked));
+  const int b = add(*g, "placed", "TAdd", {{a, 0}});
+  const int c = add(*g, "unplaced", "TAdd", {{b, 0}});
+  DevicePlacement placement;
+  placement.place("asked", "/device:CPU:0");
+  placement.place("placed", "/device:CPU:1");
+  Executor ex(g);
+  StepStatsCollector stats(&placement);
+  RunRequest req;
+  req.observer = &stats;
+  req.fetches.push_back({c, 0});  // not `= {{c, 0}}`: GCC 12 warns wrongly (-Wnonnull) there
+  ex.run(req);
+  std::map<std::string, std::string> device;
+  for (const NodeExecStats& s : stats.take()) device[s.node_name] = s.device;
+  OPWEAVE_CHECK_EQ(device.size(), std::size_t{3});
+  OPWEAVE_CHECK_EQ(device["asked"], std::string("/device:CPU:0"));
+  OPWEAVE_CHECK_EQ(device["placed"], std::string("/device:CPU:1"));
+  OPWEAVE_CHECK_EQ(device["unplaced"], std::string(""));  // never placed: what it asked for
 }
 
 OPWEAVE_TEST(deadline_cancels_the_rest_of_the_run) {

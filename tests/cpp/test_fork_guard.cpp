@@ -1,9 +1,11 @@
 // A mutex registered with hold_across_fork() is never inherited locked, however busy the other
-// threads of the parent are with it; and pools plus kernels work in a child forked mid-use.
+// threads of the parent are with it; registered fork steps run in the documented order; and pools
+// plus kernels work in a child forked mid-use.
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdint>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -66,6 +68,48 @@ OPWEAVE_TEST(registered_mutex_is_never_inherited_locked) {
         ++counter;
       });
   OPWEAVE_CHECK_EQ(failed, 0);
+}
+
+namespace {
+
+// What the steps of kOrderHandler saw at their last fork.
+std::mutex g_leaf;                    // registered with hold_across_fork by the test below
+bool g_leaf_free_in_prepare = false;  // the prepare step runs before the leaf mutexes are held
+bool g_leaf_free_in_child = false;    // the child step runs after they are released
+bool g_parent_ran = false;
+std::uint64_t g_generation_in_child = 0;
+
+constexpr ForkHandler kOrderHandler{[] {
+                                      g_leaf_free_in_prepare = g_leaf.try_lock();
+                                      if (g_leaf_free_in_prepare) g_leaf.unlock();
+                                    },
+                                    [] { g_parent_ran = true; },
+                                    [] {
+                                      g_leaf_free_in_child = g_leaf.try_lock();
+                                      if (g_leaf_free_in_child) g_leaf.unlock();
+                                      g_generation_in_child = fork_generation();
+                                    }};
+
+}  // namespace
+
+OPWEAVE_TEST(fork_steps_run_around_the_leaf_mutexes_and_the_child_sees_a_new_generation) {
+  hold_across_fork(&g_leaf);
+  at_fork(&kOrderHandler);
+  const std::uint64_t parent_generation = fork_generation();
+  const pid_t pid = fork();
+  if (pid == 0) {
+    const bool ok = g_leaf_free_in_prepare && g_leaf_free_in_child &&
+                    g_generation_in_child == parent_generation + 1 &&
+                    fork_generation() == parent_generation + 1 && !g_parent_ran;
+    _exit(ok ? 0 : 1);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  OPWEAVE_CHECK(WIFEXITED(status));
+  OPWEAVE_CHECK_EQ(WEXITSTATUS(status), 0);
+  OPWEAVE_CHECK(g_leaf_free_in_prepare);
+  OPWEAVE_CHECK(g_parent_ran);
+  OPWEAVE_CHECK_EQ(fork_generation(), parent_generation);  // only children count forks
 }
 
 OPWEAVE_TEST(parallel_for_works_in_a_child_forked_while_tasks_are_recycled) {

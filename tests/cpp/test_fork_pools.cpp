@@ -1,4 +1,4 @@
-// (issue 7) A ThreadPool created before fork() and destroyed in the child must not wait for
+// A ThreadPool created before fork() and destroyed in the child must not wait for
 // workers that exist only in the parent; pools created in the child work normally.
 #include <sys/wait.h>
 #include <unistd.h>

@@ -1,6 +1,6 @@
 #include <memory>
 
-#include "opweave/pool_registry.h"
+#include "opweave/pools/pool_registry.h"
 #include "testing.h"
 
 using namespace opweave;

@@ -9,7 +9,7 @@
 
 #include "opweave/errors.h"
 #include "opweave/parallel_for.h"
-#include "opweave/runtime.h"
+#include "opweave/pools/global_pools.h"
 #include "testing.h"
 #include "wait_until.h"
 

@@ -1,4 +1,4 @@
-// The spin time set at run time (issue 7): explicit beats OPWEAVE_SPIN_TIME_US, existing global
+// The spin time set at run time: explicit beats OPWEAVE_SPIN_TIME_US, existing global
 // pools rebuild their workers, the first-Session rule applies only before the pools exist.
 #include <atomic>
 #include <chrono>
@@ -9,7 +9,7 @@
 
 #include "opweave/errors.h"
 #include "opweave/parallel_for.h"
-#include "opweave/runtime.h"
+#include "opweave/pools/global_pools.h"
 #include "testing.h"
 #include "wait_until.h"
 

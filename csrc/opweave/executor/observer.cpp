@@ -1,6 +1,7 @@
 #include "opweave/executor/observer.h"
 
 #include <new>
+#include <utility>
 
 namespace opweave {
 
@@ -16,11 +17,13 @@ void StepStatsCollector::on_thread(long thread_id, const std::string& name) {
 }
 
 void StepStatsCollector::on_ready(int node, const NodeDef& def, std::int64_t nanos) {
+  // Outside mutex_: the placement has its own lock, and no lock order between the two is needed.
+  std::string device = placement_ != nullptr ? placement_->device_of(def) : def.device;
   std::lock_guard<std::mutex> lock(mutex_);
   NodeExecStats& s = slot(node);
   s.node_name = def.name;
   s.op = def.op;
-  s.device = def.device;
+  s.device = std::move(device);
   s.scheduled_nanos = nanos;
 }
 

@@ -1,7 +1,7 @@
 // ExecutionObserver: hooks the executor calls around each node when tracing is on. The executor
 // holds a plain pointer and tests it for null, so the hot path pays one branch when tracing is off.
 //
-//   StepStatsCollector stats;
+//   StepStatsCollector stats(&placement);  // placement: where the session put each node
 //   request.observer = &stats;
 //   executor.run(request);
 //   for (const NodeExecStats& s : stats.take()) print(s.node_name, s.thread_id);
@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "opweave/executor/kernel_registry.h"
+#include "opweave/executor/placement.h"
 #include "opweave/graph/graph.h"
 #include "opweave/tensor.h"
 #include "opweave/trace.h"
@@ -44,7 +45,7 @@ class ExecutionObserver {
 struct NodeExecStats {
   std::string node_name;
   std::string op;
-  std::string device;
+  std::string device;                // where the session placed the node (DevicePlacement)
   std::int64_t scheduled_nanos = 0;  // became ready
   std::int64_t start_nanos = 0;
   std::int64_t end_nanos = 0;
@@ -58,6 +59,9 @@ struct NodeExecStats {
 // Collects one NodeExecStats per executed node and the names of the run's threads. Thread-safe.
 class StepStatsCollector : public ExecutionObserver {
  public:
+  // `placement` (may be null: each node's requested device) must outlive the collector.
+  explicit StepStatsCollector(const DevicePlacement* placement = nullptr) noexcept
+      : placement_(placement) {}
   void on_thread(long thread_id, const std::string& name) override;
   void on_ready(int node, const NodeDef& def, std::int64_t nanos) override;
   void on_start(int node, const NodeDef& def, std::int64_t nanos, const InputList& inputs) override;
@@ -71,6 +75,7 @@ class StepStatsCollector : public ExecutionObserver {
  private:
   NodeExecStats& slot(int node);  // requires mutex_
 
+  const DevicePlacement* const placement_;
   mutable std::mutex mutex_;  // guards everything below: nodes report from many threads at once
   std::vector<NodeExecStats> nodes_;  // by compiled node index
   std::vector<int> ended_;            // indices of nodes_ whose kernel returned, in that order

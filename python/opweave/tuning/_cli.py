@@ -82,7 +82,7 @@ def add_parser(sub: Any) -> None:
 
 
 def _model_kwargs(args: argparse.Namespace) -> dict[str, Any]:
-    from .models import BUILTIN, SMALL
+    from ..models import BUILTIN, SMALL
 
     kwargs: dict[str, Any] = {}
     if args.size == "small":
@@ -103,8 +103,8 @@ def _model_kwargs(args: argparse.Namespace) -> dict[str, Any]:
 def run(args: argparse.Namespace) -> int:
     """Run the ``tune`` sub-command; the process exit status."""
     from ._grid import ModelError
-    from ._tune_plot import INSTALL_HINT
-    from .tuning import tune
+    from ._plot import INSTALL_HINT
+    from ._tune import tune
 
     def fail(message: str) -> int:
         print(f"opweave tune: error: {message}", file=sys.stderr)

@@ -1,5 +1,5 @@
 // PoolRegistry: the list of every live thread pool that parallel_info() shows, beside the two
-// global pools of runtime.h: named inter-op pools (ThreadPoolOptionProto.global_name) and
+// global pools of global_pools.h: named inter-op pools (ThreadPoolOptionProto.global_name) and
 // per-session pools. Whoever creates such a pool registers it with the rule that chose its size;
 // the registry holds only a weak reference, so a pool that is destroyed drops out of the list.
 //

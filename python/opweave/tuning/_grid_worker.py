@@ -1,7 +1,7 @@
-"""One setting of a grid, in a fresh process: ``python -c ... opweave._grid_worker.main SPEC``.
+"""One setting of a grid, in a fresh process: ``python -c ... _grid_worker.main SPEC``.
 
-Started by :func:`opweave._grid.run_grid`, never by hand. ``SPEC`` is JSON: the model's
-:class:`~opweave._grid.Target`, ``intra``, ``inter``, ``runs``, ``warmup`` and ``out``, a
+Started by :func:`opweave.tuning._grid.run_grid`, never by hand. ``SPEC`` is JSON: the model's
+:class:`~opweave.tuning._grid.Target`, ``intra``, ``inter``, ``runs``, ``warmup`` and ``out``, a
 folder where the worker writes ``report.json`` (the run times, or why the model could not be
 built) and the fetched values of the last run (``values.npz`` + ``values.json``), which the
 parent compares with the reference setting's.
@@ -29,10 +29,10 @@ from typing import Any
 
 import numpy as np
 
+from ..framework import Graph
+from ..models import BUILTIN, Model
+from ..timeline import parallelism
 from ._grid import MODEL_ERROR_STATUS, ModelError
-from .framework import Graph
-from .models import BUILTIN, Model
-from .timeline import parallelism
 
 _EXPECTED = "(graph, fetches, feed_dict) or an opweave.models.Model"
 

@@ -1,9 +1,9 @@
-#include "opweave/pool_registry.h"
-
-#include <pthread.h>
+#include "opweave/pools/pool_registry.h"
 
 #include <mutex>
 #include <utility>
+
+#include "opweave/fork_guard.h"
 
 namespace opweave {
 namespace {
@@ -23,9 +23,9 @@ struct Registry {
 Registry* g_registry = new Registry;
 
 // A forked child starts with an empty list: the parent's pools have no threads there (they are
-// leaked, see ~ThreadPool), and the mutex may be held by a parent thread.
-[[maybe_unused]] const int g_atfork =
-    pthread_atfork(nullptr, nullptr, [] { g_registry = new Registry; });
+// leaked, see ~ThreadPool), and the mutex may be held by a parent thread. The old list is leaked.
+constexpr ForkHandler kForgetParentPools{nullptr, nullptr, [] { g_registry = new Registry; }};
+[[maybe_unused]] const bool g_fork_registered = (at_fork(&kForgetParentPools), true);
 
 Registry& registry() { return *g_registry; }
 

@@ -7,8 +7,8 @@
 //   if (!eff.intra_applied) warn("intra-op pool stays at " + std::to_string(eff.intra) + " (" +
 //                                eff.intra_source + ")");
 //
-// Sizes are honest (DESIGN.md): intra_op_parallelism() == N means one op computes on at most N
-// threads at once, the caller included, so the intra pool has N - 1 workers (N == 1: none).
+// Sizes are honest (docs/architecture.md): intra_op_parallelism() == N means one op computes on at
+// most N threads at once, the caller included, so the intra pool has N - 1 workers (N == 1: none).
 // inter_op_parallelism() == M means the inter pool has M workers.
 //
 // Size precedence, first match wins, per pool:
@@ -23,13 +23,14 @@
 //
 // Every pool also reads, when it is created: OPWEAVE_SPIN_TIME_US (microseconds an idle worker
 // spins before it parks; default 50) and OPWEAVE_AFFINITY=none|compact|scatter (worker pinning;
-// default none). Invalid values are ignored (the source strings say so).
+// default none). Invalid values are ignored (the source strings say so). environment.h reads the
+// variables; this file decides which rule wins.
 //
-// Fork: after fork() the child has none of the parent's worker threads. An atfork handler drops
-// the child's references to the parent's pools (their memory is leaked on purpose: destroying
-// them would join threads that do not exist), keeping the sizes and sources; the next use
-// creates fresh pools of the same sizes. The child never touches the dead threads and never
-// hangs on them. fork() waits while another thread is creating or resizing a global pool.
+// Fork: after fork() the child has none of the parent's worker threads. A fork handler
+// (fork_guard.h) drops the child's references to the parent's pools (their memory is leaked on
+// purpose: destroying them would join threads that do not exist), keeping the sizes and sources;
+// the next use creates fresh pools of the same sizes. The child never touches the dead threads and
+// never hangs on them. fork() waits while another thread is creating or resizing a global pool.
 //
 // Thread-safety: every function is thread-safe, and set_* / restore_* may be called at any time
 // from any thread, also while other threads run parallel_for or schedule() on that pool: the
@@ -45,6 +46,7 @@
 #include <string>
 
 #include "opweave/cpu_info.h"
+#include "opweave/pinning.h"
 #include "opweave/thread_pool.h"
 
 namespace opweave {
@@ -95,13 +97,14 @@ struct ParallelismInEffect {
   bool inter_applied = false;
 };
 
-// For the first Session: sizes each pool that was neither created nor explicitly sized yet
-// (n > 0; n <= 0 leaves that pool to rules 2-4), then creates both pools, so later calls apply
-// nothing and report what is in effect, letting the session layer warn about a disagreeing
-// config. Throws OpError(kInvalidArgument) for n > kMaxThreads.
+// The rule "the first Session sizes the global pools" (TensorFlow's), and its only entry point:
+// sizes each pool that was neither created nor explicitly sized yet (n > 0; n <= 0 leaves that
+// pool to rules 2-4), then creates both pools, so later calls apply nothing and report what is in
+// effect, letting the session layer warn about a disagreeing config. Throws
+// OpError(kInvalidArgument) for n > kMaxThreads. Thread-safe.
 ParallelismInEffect configure_parallelism_if_unset(int intra, int inter, std::string source);
 
-// Everything parallel_info() shows.
+// Everything parallel_info() shows about the global pools, in one consistent snapshot.
 struct RuntimeInfo {
   int intra_op_parallelism = 1;
   std::string intra_source;
@@ -115,21 +118,19 @@ struct RuntimeInfo {
   std::string affinity_source;
   CpuInfo cpu;
 };
+// Thread-safe. After a fork, the sources say that the pools are rebuilt lazily.
 RuntimeInfo runtime_info();
 
-// --- Spin time set at run time (issue 7: ConfigProto.experimental.spin_time_us) ---
-// An explicit spin time for the global pools (us >= 0; 0 = never spin) takes precedence over
-// OPWEAVE_SPIN_TIME_US; us < 0 goes back to the environment / the default. Existing global pools
-// rebuild their workers (between uses, as set_*_op_parallelism: it waits for the work in flight,
-// holding no lock that work may need). Thread-safe; throws OpError(kFailedPrecondition) from
-// inside either global pool's own work.
+// The spin time set at run time (ConfigProto.experimental.spin_time_us). An explicit spin time
+// for the global pools (us >= 0; 0 = never spin) takes precedence over OPWEAVE_SPIN_TIME_US; us < 0
+// goes back to the environment / the default. Existing global pools rebuild their workers (between
+// uses, as set_*_op_parallelism: it waits for the work in flight, holding no lock that work may
+// need). Thread-safe; throws OpError(kFailedPrecondition) from inside either global pool's own
+// work.
 void set_spin_time_us(std::int64_t us, std::string source);
 // For the first Session: sets the spin time as above only when none was set explicitly and
 // neither global pool exists yet (the pools' sizes follow the same rule). Returns whether it
 // applied. Thread-safe.
 bool configure_spin_time_if_unset(std::int64_t us, std::string source);
-
-// "none", "compact", "scatter".
-const char* affinity_name(Affinity affinity) noexcept;
 
 }  // namespace opweave

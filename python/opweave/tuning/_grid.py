@@ -6,13 +6,14 @@ honestly needs one process per setting. This module is the parent side, shared b
 
 - :class:`Target` says how a fresh process rebuilds the model: a built-in model's name, a ``.py``
   file or an importable module exposing ``build()``, or a module-level function.
-- :func:`run_grid` starts ``python -m opweave._grid_worker`` once per setting, one at a time (they
-  would compete for the CPUs otherwise), kills a worker that outlives its timeout (its whole
-  process group), keeps the tail of a failed worker's stderr, and compares every setting's
-  fetched values with the reference setting's: kernels are deterministic for any thread count,
-  so any difference is a bug.
+- :func:`run_grid` starts a worker process once per setting, one at a time (they would compete
+  for the CPUs otherwise), kills a worker that outlives its timeout (its whole process group),
+  keeps the tail of a failed worker's stderr, and compares every setting's fetched values with
+  the reference setting's: kernels are deterministic for any thread count, so any difference is
+  a bug.
 
-The worker side (load the model, size the pools, time the runs) is :mod:`opweave._grid_worker`.
+The worker side (load the model, size the pools, time the runs) is
+:mod:`opweave.tuning._grid_worker`.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from typing import Any, Literal, TextIO
 
 import numpy as np
 
-from .timeline import Parallelism
+from ..timeline import Parallelism
 
 __all__ = ["CellRun", "ModelError", "Progress", "Target", "resolve_target", "run_grid"]
 
@@ -81,7 +82,7 @@ class Target:
 
 
 def _builtin_names() -> str:
-    from .models import BUILTIN
+    from ..models import BUILTIN
 
     return ", ".join(BUILTIN)
 
@@ -101,7 +102,7 @@ def resolve_target(model: object, kwargs: Mapping[str, Any] | None = None) -> Ta
     TypeError
         ``model`` is none of the above, or ``kwargs`` is not JSON-serializable.
     """
-    from .models import Model
+    from ..models import Model
 
     kw = dict(kwargs or {})
     try:
@@ -130,7 +131,7 @@ def resolve_target(model: object, kwargs: Mapping[str, Any] | None = None) -> Ta
 
 
 def _resolve_name(name: str, kwargs: dict[str, Any]) -> Target:
-    from .models import BUILTIN
+    from ..models import BUILTIN
 
     if name in BUILTIN:
         return Target("builtin", name, kwargs=kwargs, label=name)
@@ -260,9 +261,7 @@ def _worker_command(spec: Mapping[str, Any]) -> list[str]:
     # The worker must import this very opweave (a staged build, a source checkout), without
     # putting its folder in front of everything when it is found anyway (site-packages first
     # on the path could shadow standard modules).
-    import opweave
-
-    pkg = Path(opweave.__file__).resolve().parent
+    pkg = Path(__file__).resolve().parent.parent  # the opweave package this module is part of
     init = str(pkg / "__init__.py")
     boot = (
         "import ctypes, importlib.util, os, signal, sys\n"
@@ -277,7 +276,7 @@ def _worker_command(spec: Mapping[str, Any]) -> list[str]:
         "s = importlib.util.find_spec('opweave')\n"
         f"if s is None or not s.origin or os.path.realpath(s.origin) != {init!r}:\n"
         f"    sys.path.insert(0, {str(pkg.parent)!r})\n"
-        "from opweave._grid_worker import main\n"
+        "from opweave.tuning._grid_worker import main\n"
         "sys.exit(main(sys.argv[1:]))\n"
     )
     return [sys.executable, "-c", boot, json.dumps(spec)]

@@ -1,155 +1,23 @@
-"""The tuner: time one graph under a grid of (intra, inter) settings and recommend a ConfigProto.
-
-``opweave.tune(model)`` (and ``python -m opweave tune MODEL``) runs the model under every
-``(intra_op_parallelism_threads, inter_op_parallelism_threads)`` pair of the grid, each in a
-fresh process (the first Session of a process sizes the global pools), and returns a
-:class:`TuneResult`: the run times of every setting, whether its fetched values equal those of
-``(1, 1)`` (the kernels are deterministic for any thread count, so a difference is a bug), the
-fastest setting, and the recommended one: the fewest threads whose median time is within noise
-of the fastest, with the reason in one line.
-
-The model is what a fresh process can rebuild: a built-in model's name (``"mlp"``, ``"wide"``,
-``"chain"``, see :mod:`opweave.models`), the path of a ``.py`` file or the name of an importable
-module that defines ``build()``, or a module-level ``build`` function. ``build()`` returns
-``(graph, fetches, feed_dict)`` or an :class:`opweave.models.Model`.
-
->>> import opweave
->>> result = opweave.tune("mlp", intra=[1, 2], inter=[1, 2])  # doctest: +SKIP
->>> print(result)  # doctest: +SKIP
->>> result.config_line()  # doctest: +SKIP
-'opweave.ConfigProto(intra_op_parallelism_threads=2, inter_op_parallelism_threads=1)'
-"""
+"""What the tuner measured over a grid, and the setting it recommends (with the reason)."""
 
 from __future__ import annotations
 
 import dataclasses
 import math
 import os
-import statistics
-import sys
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
-from . import _grid
+from ..config import ConfigProto
 from ._grid import ModelError as TuneError
-from .config import ConfigProto
-from .timeline import Parallelism
+from ._row import TuneRow
 
-__all__ = ["TuneError", "TuneResult", "TuneRow", "default_grid", "recommend", "tune"]
+__all__ = ["TOLERANCE", "TuneResult", "recommend"]
 
 #: Default tolerance of the recommendation: a setting within 3 % of the fastest median is as good.
 TOLERANCE = 0.03
-
-
-def available_cpus() -> int:
-    """The CPUs this process may run on (affinity mask and cgroup quota), as opweave counts them."""
-    from . import _opweave_core as _core
-
-    return int(_core.runtime_info()["available_cpus"])
-
-
-def default_grid(cpus: int | None = None) -> list[int]:
-    """The thread counts tried by default, for both settings.
-
-    Every count from 1 to ``cpus`` on up to 4 CPUs, else the powers of two below ``cpus`` and
-    ``cpus`` itself; 2 is always in, even on one CPU (two ops at once can overlap waiting).
-
-    Examples
-    --------
-    >>> default_grid(2)
-    [1, 2]
-    >>> default_grid(4)
-    [1, 2, 3, 4]
-    >>> default_grid(12)
-    [1, 2, 4, 8, 12]
-    """
-    n = available_cpus() if cpus is None else max(1, cpus)
-    values = {1, 2, n}
-    if n <= 4:
-        values.update(range(1, n + 1))
-    else:
-        values.update(2**k for k in range(n.bit_length()) if 2**k <= n)
-    return sorted(values)
-
-
-@dataclass(frozen=True)
-class TuneRow:
-    """One setting of the grid and what its fresh process measured.
-
-    Attributes
-    ----------
-    intra, inter : int
-        The setting, as given to :class:`~opweave.ConfigProto`.
-    times : tuple of float
-        Seconds of each timed ``Session.run`` (after the warm-up runs); empty if it failed.
-    error : str or None
-        Why the setting's worker failed (exit status or timeout, and the tail of its stderr).
-    check : str
-        Its fetched values compared with those of ``(1, 1)``: ``"reference"`` (it is
-        ``(1, 1)``), ``"same"``, ``"mismatch"`` (a bug: see ``mismatch``) or ``"unchecked"``.
-    mismatch : str or None
-        Where the values differ (or why they could not be compared).
-    seen : Parallelism or None
-        What one traced run of the setting showed: the most ops at once and the most threads
-        one op was split over (:func:`opweave.timeline.parallelism`).
-
-    Examples
-    --------
-    >>> row = TuneRow(2, 1, times=(0.010, 0.012, 0.011))
-    >>> row.ok, round(row.median * 1e3, 3)
-    (True, 11.0)
-    """
-
-    intra: int
-    inter: int
-    times: tuple[float, ...] = ()
-    error: str | None = None
-    check: str = "unchecked"
-    mismatch: str | None = None
-    seen: Parallelism | None = None
-
-    @property
-    def ok(self) -> bool:
-        """The worker ran and timed every run."""
-        return self.error is None and bool(self.times)
-
-    @property
-    def median(self) -> float:
-        """Median run time in seconds (NaN if the setting failed)."""
-        return statistics.median(self.times) if self.times else math.nan
-
-    def _quartiles(self) -> tuple[float, float]:
-        if len(self.times) < 2:
-            return self.median, self.median
-        q1, _, q3 = statistics.quantiles(self.times, n=4, method="inclusive")
-        return q1, q3
-
-    @property
-    def q1(self) -> float:
-        """First quartile of the run times in seconds."""
-        return self._quartiles()[0]
-
-    @property
-    def q3(self) -> float:
-        """Third quartile of the run times in seconds."""
-        return self._quartiles()[1]
-
-    @property
-    def min(self) -> float:
-        """Fastest run in seconds."""
-        return min(self.times) if self.times else math.nan
-
-    @property
-    def max(self) -> float:
-        """Slowest run in seconds."""
-        return max(self.times) if self.times else math.nan
-
-    @property
-    def label(self) -> str:
-        """``"intra=2 inter=1"``."""
-        return f"intra={self.intra} inter={self.inter}"
 
 
 def _threads_used(value: int, cpus: int, *, inter: bool) -> int:
@@ -472,141 +340,13 @@ class TuneResult:
         >>> result.plot("tune.png")  # doctest: +SKIP
         PosixPath('tune.png')
         """
-        from ._tune_plot import plot_heat_map
+        from ._plot import plot_heat_map  # matplotlib is optional: imported only to plot
 
-        return plot_heat_map(self, Path(path))
-
-
-def _thread_values(name: str, values: int | Sequence[int] | None, *, low: int | None) -> list[int]:
-    if values is None:
-        return default_grid()
-    items: Sequence[object] = [values] if isinstance(values, int) else values
-    out: list[int] = []
-    for v in items:
-        if isinstance(v, bool) or not isinstance(v, int):
-            raise TypeError(f"{name} values must be ints, got {v!r}")
-        if low is not None and v < low:
-            raise ValueError(f"{name} values must be >= {low} (0: the system picks), got {v}")
-        if v not in out:
-            out.append(v)
-    if not out:
-        raise ValueError(f"{name} needs at least one value")
-    return out
-
-
-def grid_cells(intra: Sequence[int], inter: Sequence[int]) -> list[tuple[int, int]]:
-    """Every ``(intra, inter)`` pair, ``(1, 1)`` first (added if absent: it is the reference)."""
-    cells = [(i, j) for i in intra for j in inter]
-    return [(1, 1), *[c for c in cells if c != (1, 1)]]
-
-
-def tune(
-    model: str | os.PathLike[str] | Callable[..., object],
-    intra: int | Sequence[int] | None = None,
-    inter: int | Sequence[int] | None = None,
-    *,
-    runs: int = 10,
-    warmup: int = 2,
-    timeout: float = 120.0,
-    model_kwargs: Mapping[str, Any] | None = None,
-    tolerance: float = TOLERANCE,
-    progress: bool | TextIO = True,
-) -> TuneResult:
-    """Time ``model`` under every (intra, inter) setting of a grid and recommend one.
-
-    Each setting runs in a fresh Python process (the first Session of a process sizes the global
-    pools), one after the other: the pools are sized, the model is built, run ``warmup`` times,
-    then timed over ``runs`` runs of ``Session.run``. The fetched values of the last run are
-    compared with those of ``(1, 1)``: they must be bit-identical.
-
-    Parameters
-    ----------
-    model : str, path or function
-        A built-in model (``"mlp"``, ``"wide"``, ``"chain"``: :data:`opweave.models.BUILTIN`),
-        the path of a ``.py`` file or the name of an importable module that defines ``build()``,
-        or a module-level build function. ``build()`` returns ``(graph, fetches, feed_dict)``
-        or an :class:`opweave.models.Model`.
-    intra, inter : int or sequence of int, optional
-        Values of ``intra_op_parallelism_threads`` (>= 0) and ``inter_op_parallelism_threads``
-        (negative: every op in the caller's thread) to try. Default: :func:`default_grid`.
-        ``(1, 1)`` is always run: it is the reference for speedups and values.
-    runs, warmup : int
-        Timed runs (>= 1) and untimed warm-up runs (>= 0) per setting.
-    timeout : float
-        Seconds one setting's process may take in total; a slower one is killed and reported.
-    model_kwargs : mapping, optional
-        Keyword arguments for the build function (JSON-serializable), e.g.
-        ``{"width": 256}`` for ``"mlp"``; :data:`opweave.models.SMALL` has small sizes.
-    tolerance : float
-        A setting at most this much slower than the fastest counts as just as fast.
-    progress : bool or file
-        Show progress on stderr (True), on the given stream, or not at all (False).
-
-    Returns
-    -------
-    TuneResult
-        ``print(result)`` shows the table; ``result.config_line()`` the line to paste.
-
-    Raises
-    ------
-    TuneError
-        The model cannot be found, loaded or built (an unknown name, no ``build``, ``build()``
-        returning something else, or raising).
-    TypeError, ValueError
-        Bad grid values, ``runs``, ``warmup`` or ``timeout``.
-
-    Examples
-    --------
-    >>> import opweave
-    >>> result = opweave.tune("mlp", intra=[1, 2], inter=[1, 2], runs=5)  # doctest: +SKIP
-    >>> print(result)  # doctest: +SKIP
-    mlp: MLP: 4 towers x 2 dense layers (256x512 @ 512x512, float32) joined by add_n
-    ...
-    recommended: intra=1 inter=2 (inter=2: 1.71x faster than inter=1; ...)
-    paste      : opweave.ConfigProto(intra_op_parallelism_threads=1, inter_op_parallelism_threads=2)
-    >>> config = result.to_config()  # doctest: +SKIP
-
-    A model of your own, in a file or module:
-
-    >>> # my_model.py
-    >>> def build():  # doctest: +SKIP
-    ...     g = opweave.Graph()
-    ...     with g.as_default():
-    ...         x = opweave.placeholder(opweave.float32, shape=(512, 512))
-    ...         y = opweave.reduce_sum(opweave.matmul(x, x))
-    ...     return g, y, {x: np.ones((512, 512), np.float32)}
-    >>> opweave.tune("my_model.py", runs=5)  # doctest: +SKIP
-    """
-    target = _grid.resolve_target(model, model_kwargs)
-    intra_values = _thread_values("intra", intra, low=0)
-    inter_values = _thread_values("inter", inter, low=None)  # negative: the caller's thread
-    for name, value, low in (("runs", runs, 1), ("warmup", warmup, 0)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < low:
-            raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
-    if not timeout > 0:
-        raise ValueError(f"timeout must be positive, got {timeout!r}")
-    if not 0 <= tolerance < 1:
-        raise ValueError(f"tolerance must be in [0, 1), got {tolerance!r}")
-    if progress is True:
-        bar: _grid.Progress | None = _grid.Progress(sys.stderr)
-    elif progress is False:
-        bar = None
-    else:
-        bar = _grid.Progress(progress)
-    cells = grid_cells(intra_values, inter_values)
-    runs_done = _grid.run_grid(
-        target, cells, runs=runs, warmup=warmup, timeout=timeout, progress=bar
-    )
-    description = next((c.description for c in runs_done if c.description), "")
-    rows = tuple(
-        TuneRow(c.intra, c.inter, c.times, c.error, c.check, c.mismatch, c.seen) for c in runs_done
-    )
-    return TuneResult(
-        target.label or target.ref,
-        description,
-        rows,
-        runs=runs,
-        warmup=warmup,
-        cpus=available_cpus(),
-        tolerance=tolerance,
-    )
+        cpus = f"{self.cpus} CPU" + ("s" if self.cpus != 1 else "")
+        return plot_heat_map(
+            self.rows,
+            self.speedup,
+            self.recommended,
+            f"{self.model}: median of {self.runs} runs, {cpus}",
+            Path(path),
+        )

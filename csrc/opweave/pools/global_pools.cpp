@@ -1,14 +1,12 @@
-#include "opweave/runtime.h"
-
-#include <pthread.h>
+#include "opweave/pools/global_pools.h"
 
 #include <atomic>
-#include <cstdio>
-#include <cstdlib>
 #include <mutex>
 #include <string>
 
 #include "opweave/errors.h"
+#include "opweave/fork_guard.h"
+#include "opweave/pools/environment.h"
 
 namespace opweave {
 namespace {
@@ -37,64 +35,18 @@ GlobalPool g_intra("intra-op", true);
 GlobalPool g_inter("inter-op", false);
 bool g_forked_child = false;  // guarded by g_mutex
 
-// Parses a positive integer (the first entry of a comma list). 0 when invalid.
-int parse_threads(const char* text) {
-  if (text == nullptr || *text == '\0') return 0;
-  char* end = nullptr;
-  const long v = std::strtol(text, &end, 10);
-  if (end == text || (*end != '\0' && *end != ',') || v <= 0 || v > kMaxThreads) return 0;
-  return static_cast<int>(v);
-}
-
-std::string cpu_rule() {
-  const CpuInfo cpu = cpu_info();
-  std::string s = "available CPUs (affinity " + std::to_string(cpu.affinity_cpus);
-  if (cpu.cgroup_quota_cpus > 0) {
-    char quota[32];
-    std::snprintf(quota, sizeof(quota), "%.2f", cpu.cgroup_quota_cpus);
-    s += std::string(", cgroup quota ") + quota;
-  } else {
-    s += ", no cgroup quota";
-  }
-  return s + " -> " + std::to_string(cpu.available_cpus) + ")";
-}
-
-// Rules 2-4 of runtime.h.
+// Rules 2-4 of global_pools.h.
 Setting default_setting(bool intra) {
-  std::string ignored;
-  const char* vars[2] = {intra ? "OPWEAVE_NUM_INTRAOP_THREADS" : "OPWEAVE_NUM_INTEROP_THREADS",
-                         intra ? "OMP_NUM_THREADS" : nullptr};
-  for (const char* var : vars) {
-    if (var == nullptr) continue;
-    const char* text = std::getenv(var);
-    if (text == nullptr) continue;
-    if (const int n = parse_threads(text)) return {n, std::string(var) + "=" + text + ignored};
-    ignored += std::string("; ") + var + "='" + text + "' ignored (not a positive integer)";
-  }
-  return {cpu_info().available_cpus, cpu_rule() + ignored};
+  Setting s;
+  s.value = environment_pool_size(intra, &s.source);
+  return s;
 }
 
 void resolve_locked(GlobalPool& g) {
   if (g.setting.value == 0) g.setting = default_setting(g.intra);
 }
 
-std::int64_t spin_time_us(std::string* source) {
-  const char* text = std::getenv("OPWEAVE_SPIN_TIME_US");
-  if (text != nullptr && *text != '\0') {
-    char* end = nullptr;
-    const long long v = std::strtoll(text, &end, 10);
-    if (*end == '\0' && v >= 0) {
-      if (source) *source = std::string("OPWEAVE_SPIN_TIME_US=") + text;
-      return v;
-    }
-    if (source) *source = std::string("default; OPWEAVE_SPIN_TIME_US='") + text + "' ignored";
-    return 50;
-  }
-  if (source) *source = "default";
-  return 50;
-}
-
-// --- issue 7: an explicit spin time (set_spin_time_us / the first Session's ConfigProto) ---
+// An explicit spin time (set_spin_time_us, or the first Session's ConfigProto).
 struct SpinSetting {
   bool is_explicit = false;
   std::int64_t us = 0;
@@ -103,36 +55,15 @@ struct SpinSetting {
 SpinSetting g_spin;  // guarded by g_mutex
 
 std::int64_t spin_time_locked(std::string* source) {
-  if (!g_spin.is_explicit) return spin_time_us(source);
+  if (!g_spin.is_explicit) return environment_spin_time_us(source);
   if (source) *source = g_spin.source;
   return g_spin.us;
 }
 
-// --- end issue 7 ---
-
-Affinity affinity_setting(std::string* source) {
-  const char* text = std::getenv("OPWEAVE_AFFINITY");
-  if (text == nullptr || *text == '\0') {
-    if (source) *source = "default";
-    return Affinity::kNone;
-  }
-  const std::string v = text;
-  Affinity a = Affinity::kNone;
-  if (v == "compact") {
-    a = Affinity::kCompact;
-  } else if (v == "scatter") {
-    a = Affinity::kScatter;
-  } else if (v != "none") {
-    if (source) *source = "default; OPWEAVE_AFFINITY='" + v + "' ignored";
-    return Affinity::kNone;
-  }
-  if (source) *source = "OPWEAVE_AFFINITY=" + v;
-  return a;
-}
-
 int workers_for(const GlobalPool& g) { return g.intra ? g.setting.value - 1 : g.setting.value; }
 
-// No pool is half-created or half-resized at fork(). Lock order as in set_size.
+// Fork steps (fork_guard.h). No pool is half-created or half-resized at fork(): the forking
+// thread takes every lock of this file, in the lock order of install().
 void atfork_prepare() {
   g_intra.resize_mutex.lock();
   g_inter.resize_mutex.lock();
@@ -143,6 +74,7 @@ void atfork_parent() {
   g_inter.resize_mutex.unlock();
   g_intra.resize_mutex.unlock();
 }
+// The child keeps the sizes and sources and forgets the pools: the next use creates fresh ones.
 void atfork_child() {
   // The child is single-threaded: the forking thread holds g_mutex (taken in prepare).
   for (GlobalPool* g : {&g_intra, &g_inter}) {
@@ -157,16 +89,18 @@ void atfork_child() {
   g_intra.resize_mutex.unlock();
 }
 
-// Installed at load time: a lazy install (call_once) could itself be caught half done by a fork.
-[[maybe_unused]] const int g_atfork = pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+// Registered at load time: a lazy registration (call_once) could itself be caught half done by a
+// fork.
+constexpr ForkHandler kForgetGlobalPools{atfork_prepare, atfork_parent, atfork_child};
+[[maybe_unused]] const bool g_fork_registered = (at_fork(&kForgetGlobalPools), true);
 
 ThreadPool* create_locked(GlobalPool& g) {
   resolve_locked(g);
   PoolOptions options;
   options.num_workers = workers_for(g);
   options.name = g.name;
-  options.spin_time_us = spin_time_locked(nullptr);  // issue 7: explicit, else environment
-  options.affinity = affinity_setting(nullptr);
+  options.spin_time_us = spin_time_locked(nullptr);  // explicit, else environment
+  options.affinity = environment_affinity(nullptr);
   // Pinned, the inter-op workers take the first CPUs and the intra-op workers the next ones.
   options.pin_group = g.intra ? PinGroup::kGlobalIntraOp : PinGroup::kGlobalInterOp;
   auto* pool = new ThreadPool(std::move(options));  // process lifetime; see atfork_child
@@ -306,10 +240,10 @@ ParallelismInEffect configure_parallelism_if_unset(int intra, int inter, std::st
 
 RuntimeInfo runtime_info() {
   RuntimeInfo info;
-  info.affinity = affinity_setting(&info.affinity_source);
+  info.affinity = environment_affinity(&info.affinity_source);
   info.cpu = cpu_info();
   std::lock_guard<std::mutex> lock(g_mutex);  // one consistent snapshot of both pools
-  info.spin_time_us = spin_time_locked(&info.spin_time_source);  // issue 7: under g_mutex
+  info.spin_time_us = spin_time_locked(&info.spin_time_source);  // g_spin is under g_mutex
   for (GlobalPool* g : {&g_intra, &g_inter}) resolve_locked(*g);
   const std::string fork_note = g_forked_child ? " (rebuilt lazily after fork)" : "";
   info.intra_op_parallelism = g_intra.setting.value;
@@ -322,7 +256,6 @@ RuntimeInfo runtime_info() {
   return info;
 }
 
-// --- issue 7 ---
 void set_spin_time_us(std::int64_t us, std::string source) {
   for (GlobalPool* g : {&g_intra, &g_inter}) {
     // acquire: pairs with create_locked's release store. Refused before taking resize_mutex: a
@@ -362,19 +295,6 @@ bool configure_spin_time_if_unset(std::int64_t us, std::string source) {
   if (us < 0 || g_spin.is_explicit || created) return false;
   g_spin = SpinSetting{true, us, std::move(source)};
   return true;
-}
-// --- end issue 7 ---
-
-const char* affinity_name(Affinity affinity) noexcept {
-  switch (affinity) {
-    case Affinity::kCompact:
-      return "compact";
-    case Affinity::kScatter:
-      return "scatter";
-    case Affinity::kNone:
-      break;
-  }
-  return "none";
 }
 
 }  // namespace opweave
