@@ -33,8 +33,29 @@ struct InterPool {
 // One session's executor and where the session placed each node (placement is per session; a
 // traced run records it).
 struct SessionExecutor {
-  std::shared_ptr<Executor> executor;
+  // Declared first, destroyed last: a run abandoned at its deadline may still trace into it, and
+  // the executor (destroyed first) waits for those runs.
   DevicePlacement placement;
+  std::shared_ptr<Executor> executor;
+
+  SessionExecutor() = default;
+  SessionExecutor(const SessionExecutor&) = delete;
+  SessionExecutor& operator=(const SessionExecutor&) = delete;
+  ~SessionExecutor() {
+    // Dropping the executor waits for the runs abandoned at their deadline, whose kernels may be
+    // py_functions waiting for the GIL: let them have it. No Python object is touched meanwhile.
+    if (executor && executor->num_abandoned_runs() > 0 && PyGILState_Check()) {
+      py::gil_scoped_release release;
+      executor.reset();
+    }
+  }
+};
+
+// What a run reads that this call owns, kept alive until the run's last node finished, also
+// when the run is abandoned at its deadline and this call has returned.
+struct RunOwned {
+  std::shared_ptr<ThreadPool> pool;  // a per-session pool (null: the global one)
+  std::unique_ptr<StepStatsCollector> stats;
 };
 
 // A pending Python exception taken out of the interpreter (e.g. KeyboardInterrupt from a
@@ -71,18 +92,18 @@ py::tuple run(SessionExecutor& session, const std::vector<std::tuple<int, int, p
   }
   for (const auto& [node, index] : fetches) req.fetches.push_back({node, index});
   req.targets = targets;
-  std::shared_ptr<ThreadPool> pool_ref;  // keeps a per-session pool alive for this run
+  auto owned = std::make_shared<RunOwned>();
   if (inter_pool) {
-    pool_ref = inter_pool->pool;
+    owned->pool = inter_pool->pool;
     req.inter_pool = inter_pool->get();
   }
   req.intra_pool = global_intra_pool();
   req.timeout_ms = timeout_ms;
-  std::optional<StepStatsCollector> stats;
   if (trace) {
-    stats.emplace(&session.placement);
-    req.observer = &*stats;
+    owned->stats = std::make_unique<StepStatsCollector>(&session.placement);
+    req.observer = owned->stats.get();
   }
+  req.keep_alive = owned;
   SavedPyError interrupt;
   // Runs on the thread that called run() (the waiting caller, or between nodes in caller-thread
   // mode). It takes the GIL only for PyErr_CheckSignals, so Ctrl-C turns into a cancellation.
@@ -137,7 +158,7 @@ py::tuple run(SessionExecutor& session, const std::vector<std::tuple<int, int, p
     t = Tensor();
   }
   py::object step_stats = py::none();
-  if (stats) step_stats = step_stats_to_python(*stats);
+  if (owned->stats) step_stats = step_stats_to_python(*owned->stats);
   return py::make_tuple(results, step_stats);
 }
 
@@ -167,8 +188,13 @@ void register_session(py::module_& m) {
           },
           py::arg("node"), py::arg("device"))
       .def("num_compiled", [](const SessionExecutor& s) { return s.executor->num_compiled(); })
-      // No GIL release needed: close() only sets a flag the runs poll.
-      .def("close", [](SessionExecutor& s) { s.executor->close(); });
+      // Released: close() waits for the runs abandoned at their deadline, whose py_function
+      // kernels need the GIL to finish; it touches no Python object.
+      .def(
+          "close", [](SessionExecutor& s) { s.executor->close(); },
+          py::call_guard<py::gil_scoped_release>())
+      .def("num_abandoned_runs",
+           [](const SessionExecutor& s) { return s.executor->num_abandoned_runs(); });
 
   // A traced run's per-node record (observer.h), read by name from Python.
   py::class_<ChunkRecord>(m, "ChunkStats")

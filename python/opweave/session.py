@@ -366,12 +366,17 @@ class Session:
 
         Notes
         -----
-        A deadline (``options.timeout_in_ms``, ``ConfigProto.operation_timeout_in_ms``) or Ctrl-C
-        cancels the ops that have not started, but cannot interrupt a kernel that is running:
-        the run raises once its running kernels have returned. So a py_function that blocks
-        forever blocks its run, deadline or not. A py_function may call ``run`` itself (it runs
-        in that thread); calling it from a helper thread that the py_function waits for can hang
-        when the inter-op pool is small, as in TensorFlow -- see :func:`opweave.py_function`.
+        A deadline (``options.timeout_in_ms``, ``ConfigProto.operation_timeout_in_ms``) holds:
+        the ops not started are cancelled, running kernels stop between the pieces of their
+        parallel loops, and an op that cannot stop (a py_function that sleeps) is left to finish
+        in the background -- its outputs dropped, the session usable, :meth:`close` waiting for
+        it -- so ``DeadlineExceededError`` is raised within 100 ms of the deadline. In
+        caller-thread mode (``inter_op_parallelism_threads < 0``, or a run made from inside a
+        py_function) the deadline is checked between ops only. Ctrl-C cancels the ops not started
+        and raises ``KeyboardInterrupt`` once the running ones return. A py_function may call
+        ``run`` itself (it runs in that thread); calling it from a helper thread that the
+        py_function waits for can hang when the inter-op pool is small, as in TensorFlow -- see
+        :func:`opweave.py_function`.
 
         Examples
         --------
@@ -474,7 +479,8 @@ class Session:
         """Cancel the runs in flight, release the session's own pools. Idempotent.
 
         Runs in flight in other threads raise ``CancelledError`` once their running ops return
-        (as in TensorFlow); later runs raise RuntimeError.
+        (as in TensorFlow); later runs raise RuntimeError. An op left running by a run that timed
+        out (see :meth:`run`) is waited for: when ``close`` returns, nothing of this session runs.
         """
         self._closed = True
         self._executor.close()

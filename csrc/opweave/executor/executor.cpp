@@ -111,22 +111,46 @@ void name_threads(const RunRequest& req, bool run_inline) {
   }
 }
 
+// The request as a run keeps it: everything but the feeds (already in the slots) and the fetch
+// and target lists (already compiled), so a run abandoned at its deadline owns what it reads.
+RunRequest run_copy(const RunRequest& r) {
+  RunRequest c;
+  c.inter_pool = r.inter_pool;
+  c.intra_pool = r.intra_pool;
+  c.timeout_ms = r.timeout_ms;
+  c.observer = r.observer;
+  c.poll = r.poll;
+  c.poll_interval = r.poll_interval;
+  c.keep_alive = r.keep_alive;
+  return c;
+}
+
+// How long past its deadline the caller waits for a cancelled run's running kernels before it
+// abandons the run and returns: well within the 100 ms a deadline promises, long enough that a
+// run whose kernels do stop between pieces finishes normally.
+constexpr std::chrono::milliseconds kAbandonGrace{40};
+
 }  // namespace
 
-// The state of one run. It lives on the caller's stack; the caller returns only after
-// `outstanding` reached zero, so every task that captured `this` has finished touching it.
+// The state of one run, on the heap. Normally the caller returns only after `outstanding`
+// reached zero, so every task that captured `this` has finished touching it, and then deletes it.
+// A run past its deadline whose kernels do not return (a sleeping py_function) is abandoned
+// instead: the caller marks it under `mutex` and returns, and the thread that brings
+// `outstanding` to zero deletes it (the executor counts it until then and outlives it).
 struct Executor::Run {
-  Run(const CompiledGraph& graph, const RunRequest& request, bool run_inline,
-      const std::atomic<bool>& executor_closed, SessionState* session_state)
-      : g(graph),
-        req(request),
+  Run(std::shared_ptr<const CompiledGraph> graph, const RunRequest& request, bool run_inline,
+      Executor* executor)
+      : g_owner(std::move(graph)),
+        g(*g_owner),
+        req(run_copy(request)),
         inline_mode(run_inline),
-        closed(executor_closed),
-        state(session_state),
-        run_sequence(graph.next_run_sequence()),
-        pending(new std::atomic<int>[static_cast<std::size_t>(graph.num_nodes())]),
-        readers(new std::atomic<int>[static_cast<std::size_t>(graph.num_slots())]),
-        slots(static_cast<std::size_t>(graph.num_slots())) {
+        owner(executor),
+        closed(executor->closed_),
+        state(executor->state_),
+        run_sequence(g.next_run_sequence()),
+        pending(new std::atomic<int>[static_cast<std::size_t>(g.num_nodes())]),
+        readers(new std::atomic<int>[static_cast<std::size_t>(g.num_slots())]),
+        slots(static_cast<std::size_t>(g.num_slots())) {
     const std::vector<int>& slot_readers = g.slot_readers();
     for (std::size_t s = 0; s < slot_readers.size(); ++s) {
       // Relaxed: published to workers by the pool's queue synchronisation, like `pending`.
@@ -143,12 +167,14 @@ struct Executor::Run {
     deadline = start + std::chrono::milliseconds(req.timeout_ms);
   }
 
+  const std::shared_ptr<const CompiledGraph> g_owner;  // keeps `g` alive for an abandoned run
   const CompiledGraph& g;
-  const RunRequest& req;
+  const RunRequest req;
   const bool inline_mode;
-  const std::atomic<bool>& closed;   // the executor's close() flag
-  SessionState* const state;         // the session's state for stateful kernels
-  const std::uint32_t run_sequence;  // picks which cheap nodes this run times
+  Executor* const owner;
+  const std::atomic<bool>& closed;            // the executor's close() flag
+  const std::shared_ptr<SessionState> state;  // the session's state for stateful kernels
+  const std::uint32_t run_sequence;           // picks which cheap nodes this run times
   std::unique_ptr<std::atomic<int>[]> pending;
   // Readers still to finish with each slot. Only slots with more than one reader use it.
   std::unique_ptr<std::atomic<int>[]> readers;
@@ -162,9 +188,10 @@ struct Executor::Run {
   // enough: a stale `false` only runs one more node of a run that is failing anyway.
   std::atomic<bool> cancelled{false};
 
-  std::mutex mutex;  // guards done and the failure fields (written by any thread, read at the end)
+  std::mutex mutex;  // guards done, abandoned and the failure fields
   std::condition_variable cv;
   bool done = false;
+  bool abandoned = false;  // the caller returned at the deadline; the last finisher deletes
   // Mirrors `done` for a spinning caller. Only a hint: the caller still takes the mutex and reads
   // `done` before it returns, so relaxed accesses suffice.
   std::atomic<bool> done_hint{false};
@@ -257,7 +284,7 @@ struct Executor::Run {
         OutputList(slots.data() + node.output_slot, static_cast<std::size_t>(node.num_outputs)),
         req.intra_pool,
         node.sole_reader_inputs,
-        state,
+        state.get(),
         &cancelled};
     // Before the kernel: it may forward an input's buffer into an output (moving it).
     if (req.observer) req.observer->on_start(n, *node.def, now_nanos(), ctx.inputs);
@@ -410,11 +437,20 @@ struct Executor::Run {
     // (acquire) before it lets the caller read the slots; every decrement releases the writes of
     // the thread making it (the RMWs form one release sequence).
     if (outstanding.fetch_sub(published, std::memory_order_acq_rel) == published) {
-      std::lock_guard<std::mutex> lock(mutex);
-      done = true;
-      done_hint.store(true, std::memory_order_relaxed);  // relaxed: a hint, see done_hint
-      // Notify under the lock: once we unlock, the caller may return and destroy the cv.
-      cv.notify_all();
+      bool orphan = false;
+      {
+        std::lock_guard<std::mutex> lock(mutex);
+        done = true;
+        done_hint.store(true, std::memory_order_relaxed);  // relaxed: a hint, see done_hint
+        // Notify under the lock: once we unlock, the caller may return and destroy the cv.
+        cv.notify_all();
+        orphan = abandoned;  // read under the lock the caller set it under: one owner deletes
+      }
+      if (orphan) {
+        Executor* const executor = owner;
+        delete this;
+        executor->abandoned_run_finished();
+      }
     }
   }
 
@@ -453,7 +489,6 @@ struct Executor::Run {
         run_cheap();
       }
     }
-    wait();
   }
 
   // Spins on done_hint while the run is expected to be short (kCallerSpinNs). Each round yields
@@ -470,25 +505,36 @@ struct Executor::Run {
     }
   }
 
-  void wait() {
+  // True when the run finished (the caller owns it); false when the caller abandoned it at its
+  // deadline (the last finisher owns it).
+  bool wait() {
     spin_if_short();
-    wait_until_done();
+    if (!wait_until_done()) return false;
     g.record_run_ns(
         std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count());
+    return true;
   }
 
-  void wait_until_done() {
+  bool wait_until_done() {
     std::unique_lock<std::mutex> lock(mutex);
     while (!done) {
       Clock::time_point wake = Clock::now() + req.poll_interval;
-      if (has_deadline && !failed) wake = std::min(wake, deadline);
+      if (has_deadline) wake = std::min(wake, failed ? deadline + kAbandonGrace : deadline);
       cv.wait_until(lock, wake, [this] { return done; });
       if (done) break;
+      if (has_deadline && Clock::now() >= deadline + kAbandonGrace) {
+        // Past the deadline, and a kernel still runs that does not stop between pieces:
+        // return now and let the run finish in the background, its outputs dropped.
+        abandoned = true;
+        owner->abandon_run();
+        return false;
+      }
       lock.unlock();  // poll() may take the GIL; fail() takes the mutex
       poll();
       if (has_deadline && Clock::now() >= deadline) timed_out();
       lock.lock();
     }
+    return true;
   }
 };
 
@@ -520,9 +566,33 @@ std::shared_ptr<const CompiledGraph> Executor::compiled(const std::vector<Tensor
   return cache_.emplace(std::move(key), std::move(compiled)).first->second;
 }
 
+Executor::~Executor() { wait_for_abandoned_runs(); }
+
 void Executor::close() noexcept {
   // Relaxed: see Run::poll(); nothing else is published with the flag.
   closed_.store(true, std::memory_order_relaxed);
+  wait_for_abandoned_runs();
+}
+
+void Executor::abandon_run() {
+  std::lock_guard<std::mutex> lock(abandoned_mutex_);
+  ++abandoned_;
+}
+
+void Executor::abandoned_run_finished() {
+  std::lock_guard<std::mutex> lock(abandoned_mutex_);
+  // Notify under the lock: the waiter may destroy the executor as soon as it sees zero.
+  if (--abandoned_ == 0) abandoned_cv_.notify_all();
+}
+
+void Executor::wait_for_abandoned_runs() noexcept {
+  std::unique_lock<std::mutex> lock(abandoned_mutex_);
+  abandoned_cv_.wait(lock, [this] { return abandoned_ == 0; });
+}
+
+int Executor::num_abandoned_runs() const {
+  std::lock_guard<std::mutex> lock(abandoned_mutex_);
+  return abandoned_;
 }
 
 std::size_t Executor::num_compiled() const {
@@ -546,16 +616,24 @@ std::vector<Tensor> Executor::run(const RunRequest& request) {
   }
   const bool run_inline = request.inter_pool == nullptr || in_node();
   if (request.observer) name_threads(request, run_inline);
-  Run run(*g, request, run_inline, closed_, state_.get());
-  for (std::size_t i = 0; i < feeds.size(); ++i) run.slots[i] = feeds[i]->second;
-  run.run_all();
-
-  if (run.failed) {
-    throw RunFailure(run.code, run.message, run.node_name, run.op_type, run.cause);
+  auto run = std::make_unique<Run>(g, request, run_inline, this);
+  for (std::size_t i = 0; i < feeds.size(); ++i) run->slots[i] = feeds[i]->second;
+  run->run_all();
+  if (!run_inline && !g->roots().empty() && !run->wait()) {
+    // Abandoned at its deadline: the run deletes itself when its last kernel returns.
+    const std::string message = "Timed out: the run took longer than " +
+                                std::to_string(request.timeout_ms) +
+                                " ms (a running op did not stop; it finishes in the background "
+                                "and its outputs are dropped)";
+    run.release();
+    throw RunFailure(ErrorCode::kDeadlineExceeded, message, "", "", nullptr);
+  }
+  if (run->failed) {
+    throw RunFailure(run->code, run->message, run->node_name, run->op_type, run->cause);
   }
   std::vector<Tensor> out;
   out.reserve(g->fetch_slots().size());
-  for (int s : g->fetch_slots()) out.push_back(run.slots[static_cast<std::size_t>(s)]);
+  for (int s : g->fetch_slots()) out.push_back(run->slots[static_cast<std::size_t>(s)]);
   return out;
 }
 

@@ -15,6 +15,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <exception>
 #include <functional>
@@ -46,6 +47,9 @@ struct RunRequest {
   // mode); returning false cancels the run (e.g. a pending KeyboardInterrupt).
   std::function<bool()> poll;
   std::chrono::milliseconds poll_interval{50};
+  // Whatever the run reads that its caller owns (a per-session pool, the observer): kept alive
+  // until the run's last node finished, also when the run is abandoned at its deadline.
+  std::shared_ptr<void> keep_alive;
 };
 
 // A run failed: code and message come from the failing node (or the deadline / cancellation),
@@ -74,9 +78,19 @@ inline constexpr std::int64_t kInlineThresholdNs = 20'000;
 class Executor {
  public:
   explicit Executor(std::shared_ptr<const Graph> graph);
+  // Waits for the runs abandoned at their deadline to finish (they use this executor).
+  ~Executor();
+  Executor(const Executor&) = delete;
+  Executor& operator=(const Executor&) = delete;
 
-  // Runs the request; returns the fetched tensors in request order. Returns only when no node of
-  // this run is running or queued any more. Throws RunFailure. Thread-safe.
+  // Runs the request; returns the fetched tensors in request order. Throws RunFailure. Returns
+  // when no node of this run is running or queued any more -- except at a deadline
+  // (timeout_ms): then the nodes not started are cancelled, kernels stop between the pieces of
+  // their parallel loops, and if a kernel still runs a little past the deadline (a sleeping
+  // py_function) the run is abandoned: run() throws kDeadlineExceeded at once and the kernel
+  // finishes in the background, its outputs dropped (close() and the destructor wait for it).
+  // A run in the caller's thread (no inter-op pool, or nested in a kernel) checks its deadline
+  // between nodes only. Thread-safe.
   std::vector<Tensor> run(const RunRequest& request);
   // Compiles (or finds) the signature without running it. Thread-safe.
   std::shared_ptr<const CompiledGraph> compiled(const std::vector<TensorId>& feeds,
@@ -86,8 +100,11 @@ class Executor {
   std::size_t num_compiled() const;
   // Cancels the runs in flight (each fails with kCancelled within about one poll_interval, once
   // its running kernels return) and makes every later run fail with kCancelled at once, as
-  // TensorFlow's Session.close does. Idempotent. Thread-safe.
+  // TensorFlow's Session.close does; then waits for the runs abandoned at their deadline.
+  // Idempotent. Thread-safe.
   void close() noexcept;
+  // Runs abandoned at their deadline whose kernels have not returned yet. Thread-safe.
+  int num_abandoned_runs() const;
 
   // True while the calling thread is executing a node's kernel (of any executor). A run started
   // from such a thread (a py_function calling Session.run) runs in that thread: waiting for pool
@@ -100,9 +117,16 @@ class Executor {
  private:
   struct Run;
 
+  void abandon_run();
+  void abandoned_run_finished();
+  void wait_for_abandoned_runs() noexcept;
+
   std::shared_ptr<const Graph> graph_;
   std::shared_ptr<SessionState> state_;
   std::atomic<bool> closed_{false};
+  mutable std::mutex abandoned_mutex_;  // guards abandoned_ (the caller and a finishing worker)
+  std::condition_variable abandoned_cv_;
+  int abandoned_ = 0;
   mutable std::mutex cache_mutex_;  // guards cache_: concurrent runs look up and insert
   std::map<std::vector<int>, std::shared_ptr<const CompiledGraph>> cache_;
 };
