@@ -7,6 +7,8 @@
 // flags; called only when cpu_info() reports avx512f (and AVX2+FMA).
 #include <immintrin.h>
 
+#include <cstddef>
+
 #include "opweave/kernels/gemm_microkernel.h"
 
 namespace opweave::gemm_detail {
