@@ -5,8 +5,12 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import opweave
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_version_is_semver_and_matches_extension() -> None:
@@ -30,3 +34,12 @@ def test_cli_demo_runs() -> None:
     )
     assert out.returncode == 0, out.stderr
     assert opweave.__version__ in out.stdout
+
+
+@pytest.mark.skipif(not (ROOT / "CHANGELOG.md").exists(), reason="needs the source checkout")
+def test_changelog_starts_with_this_version() -> None:
+    # python/opweave/_version.py is the one place the version is written (the wheel's metadata
+    # and the extension's __version__ read it at build time); the changelog must follow it.
+    heading = re.search(r"^## \[?(\d+\.\d+\.\d+)", (ROOT / "CHANGELOG.md").read_text(), re.M)
+    assert heading is not None, "CHANGELOG.md has no '## X.Y.Z' heading"
+    assert heading.group(1) == opweave.__version__
