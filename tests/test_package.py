@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 
 import opweave
@@ -34,6 +36,16 @@ def test_cli_demo_runs() -> None:
     )
     assert out.returncode == 0, out.stderr
     assert opweave.__version__ in out.stdout
+
+
+def test_tests_run_against_the_built_package_not_the_source_tree() -> None:
+    # The source tree's python/opweave has no compiled extension; a test that imported it would
+    # fail at import, but one that imported a stale build beside it would pass for no reason.
+    package = Path(opweave.__file__).resolve().parent
+    assert package != ROOT / "python" / "opweave"
+    if os.environ.get("OPWEAVE_TEST_INSTALLED_WHEEL"):  # set by tests/run_wheel.sh
+        site = {Path(sysconfig.get_paths()[key]).resolve() for key in ("purelib", "platlib")}
+        assert package.parent in site, f"{package} is not in {site}"
 
 
 @pytest.mark.skipif(not (ROOT / "CHANGELOG.md").exists(), reason="needs the source checkout")
