@@ -12,17 +12,26 @@ Every implementation gets exactly the same treatment.
 
     python bench/kernels.py               # full table
     python bench/kernels.py --quick       # fewer sizes and repeats
+    python bench/kernels.py --peer-build DIR --peer-label clang   # two builds of opweave
+
+--peer-build adds another build of opweave as one more implementation, in the same rounds: DIR
+holds its `opweave` package with the compiled extension (an unpacked wheel or a site-packages),
+loaded as a second package beside the imported one. This is how a portable (clang/libc++) wheel
+is compared with the GCC build: same process, same turns, same machine state.
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime
+import importlib.util
 import os
 import platform
 import statistics
+import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -41,6 +50,28 @@ except ImportError:  # pragma: no cover
 
 
 _CLOCK: Callable[[], float] = time.perf_counter
+
+# --peer-build: (label, that build's `kernels` module), timed as one more implementation.
+_PEER: tuple[str, Any] | None = None
+
+
+def _load_peer_build(site: Path) -> Any:
+    """Import the opweave package under `site` as `opweave_peer` and return it.
+
+    Its relative imports resolve inside it, so it gets its own extension. pybind11 keys its type
+    registry by compiler and C++ library ABI: a GCC/libstdc++ and a clang/libc++ build each have
+    their own, while two builds of one ABI would clash registering the same types.
+    """
+    init = site / "opweave" / "__init__.py"
+    spec = importlib.util.spec_from_file_location(
+        "opweave_peer", init, submodule_search_locations=[str(init.parent)]
+    )
+    if spec is None or spec.loader is None:
+        raise SystemExit(f"--peer-build: no opweave package in {site}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["opweave_peer"] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 # Idle worker threads of the implementation that ran before may still be spinning (OpenBLAS spins
@@ -135,6 +166,10 @@ def bench_matmul(sizes: list[int], threads_list: list[int], reps: int) -> list[t
                     ),
                     "numpy": lambda a=a, b=b, out=out: np.matmul(a, b, out=out),
                 }
+                if _PEER is not None:
+                    fns[_PEER[0]] = lambda a=a, b=b, out=out, t=threads: _PEER[1].matmul(
+                        a, b, out=out, _num_threads=t
+                    )
                 if torch is not None:
                     ta, tb, tout = torch.from_numpy(a), torch.from_numpy(b), torch.from_numpy(out)
                     fns["torch"] = lambda ta=ta, tb=tb, tout=tout: torch.matmul(ta, tb, out=tout)
@@ -176,6 +211,10 @@ def bench_sum(threads_list: list[int], reps: int, big: bool) -> list[tuple[Any, 
                 ),
                 "numpy": lambda x=x, axis=axis: np.sum(x, axis=axis),
             }
+            if _PEER is not None:
+                fns[_PEER[0]] = lambda x=x, axis=axis, t=threads: _PEER[1].reduce_sum(
+                    x, axis=axis, _num_threads=t
+                )
             if torch is not None:
                 tx = torch.from_numpy(x)
                 if axis is None:
@@ -195,9 +234,10 @@ def bench_sum(threads_list: list[int], reps: int, big: bool) -> list[tuple[Any, 
 
 
 def _print_header() -> None:
+    peer = "" if _PEER is None else f"{_PEER[0]:>9}{'ow/' + _PEER[0]:>10}"
     print(
         f"{'case':<28}{'thr':>4} {'unit':<8}{'opweave':>9}{'numpy':>9}{'torch':>9}"
-        f"{'ow/np':>8}{'ow/torch':>9}"
+        f"{'ow/np':>8}{'ow/torch':>9}{peer}"
     )
 
 
@@ -206,9 +246,13 @@ def _print_row(row: tuple[Any, ...]) -> None:
     ours = vals["opweave"]
     np_v = vals.get("numpy", float("nan"))
     th_v = vals.get("torch", float("nan"))
+    peer = ""
+    if _PEER is not None:
+        peer_v = vals[_PEER[0]]
+        peer = f"{peer_v:>9.1f}{ours / peer_v:>10.2f}"
     print(
         f"{label:<28}{threads:>4} {unit:<8}{ours:>9.1f}{np_v:>9.1f}{th_v:>9.1f}"
-        f"{ours / np_v:>8.2f}{ours / th_v:>9.2f}",
+        f"{ours / np_v:>8.2f}{ours / th_v:>9.2f}{peer}",
         flush=True,
     )
 
@@ -229,8 +273,14 @@ def main() -> None:
         "(excludes time other processes held the core; meaningless with more threads)",
     )
     parser.add_argument("--sizes", type=int, nargs="+", default=None)
+    parser.add_argument(
+        "--peer-build", type=Path, default=None, help="directory holding another opweave build"
+    )
+    parser.add_argument("--peer-label", default="peer", help="its column's name")
     args = parser.parse_args()
-    global _CLOCK
+    global _CLOCK, _PEER
+    if args.peer_build is not None:
+        _PEER = (args.peer_label, _load_peer_build(args.peer_build).kernels)
     if args.clock == "thread":
         _CLOCK = time.thread_time
         if args.threads != [1]:
@@ -252,6 +302,12 @@ def main() -> None:
         print(f"# numpy {np.__version__} BLAS {blas}")
     if torch is not None:
         print(f"# torch {torch.__version__}")
+    if _PEER is not None:
+        peer_core = sys.modules["opweave_peer._opweave_core"]
+        print(
+            f"# {_PEER[0]}: {args.peer_build}, gemm ISA f32={peer_core.gemm_isa('float32')} "
+            f"f64={peer_core.gemm_isa('float64')}; opweave: {Path(kernels.__file__).parent}"
+        )
     print(
         f"# median of up to {reps} interleaved rounds of call loops ({args.clock} clock); "
         "ratio > 1 means opweave is faster"

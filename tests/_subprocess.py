@@ -12,11 +12,19 @@ import textwrap
 
 import pytest
 
+# A runner started with SIGINT ignored (nohup, `cmd &` in a non-interactive shell, some CI agents)
+# passes SIG_IGN on to its children, and Python then installs no KeyboardInterrupt handler: a child
+# that is sent Ctrl-C would go on as if nothing happened. Children get Python's usual handler back.
+DEFAULT_SIGINT = "import signal; signal.signal(signal.SIGINT, signal.default_int_handler)\n"
+
 
 def spawn_python(code: str) -> subprocess.Popen[str]:
-    """Start ``code`` in its own session (process group); pair with :func:`finish`."""
+    """Start ``code`` in its own session (process group); pair with :func:`finish`.
+
+    The child raises KeyboardInterrupt on SIGINT even if this process ignores SIGINT.
+    """
     return subprocess.Popen(
-        [sys.executable, "-c", textwrap.dedent(code)],
+        [sys.executable, "-c", DEFAULT_SIGINT + textwrap.dedent(code)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import collections
 import signal
-import subprocess
-import sys
 import textwrap
 import threading
 import time
@@ -19,7 +17,7 @@ import traceback
 import numpy as np
 import opweave as ow
 import pytest
-from _subprocess import run_python
+from _subprocess import finish, run_python, spawn_python
 
 PER_SESSION_2 = ow.ConfigProto(inter_op_parallelism_threads=2, use_per_session_threads=True)
 
@@ -446,19 +444,16 @@ def test_ctrl_c_raises_keyboard_interrupt_and_cancels_the_run(inter: int) -> Non
         sys.exit(3)
         """
     )
-    proc = subprocess.Popen(
-        [sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
-    try:
-        assert proc.stdout is not None
-        assert proc.stdout.readline().strip() == "started"
+    proc = spawn_python(code)
+    assert proc.stdout is not None
+    line = proc.stdout.readline().strip()
+    if line == "started":
         proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=30)
-    finally:
-        proc.kill()
-    assert proc.returncode == 0, err
-    assert out.startswith("interrupted")
-    assert int(out.split()[1]) < 500
+    done = finish(proc, timeout=30)
+    assert line == "started", f"{line}\n{done.stdout}\n{done.stderr}"
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("interrupted")
+    assert int(done.stdout.split()[1]) < 500
 
 
 def test_independent_branches_overlap_in_step_stats_when_inter_is_above_one() -> None:

@@ -57,9 +57,22 @@ def _run(code: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     return finish(_spawn(code), timeout)
 
 
-def _interrupt_when_ready(code: str) -> subprocess.CompletedProcess[str]:
-    """Start ``code``, send SIGINT once it printed "ready" (and half a second more)."""
-    proc = _spawn(code)
+def _interrupt_when_ready(
+    code: str, runner_ignores_sigint: bool = False
+) -> subprocess.CompletedProcess[str]:
+    """Start ``code``, send SIGINT once it printed "ready" (and half a second more).
+
+    runner_ignores_sigint: start it the way a runner that ignores SIGINT would (the child
+    inherits SIG_IGN).
+    """
+    if runner_ignores_sigint:
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        try:
+            proc = _spawn(code)
+        finally:
+            signal.signal(signal.SIGINT, previous)
+    else:
+        proc = _spawn(code)
     assert proc.stdout is not None
     line = proc.stdout.readline().strip()
     if line == "ready":
@@ -92,6 +105,23 @@ def test_ctrl_c_during_a_long_run_raises_keyboard_interrupt() -> None:
     assert proc.returncode == 0, err
     assert "interrupted" in out, out + err
     assert "after 6.0" in out, out + err
+
+
+def test_ctrl_c_interrupts_a_child_of_a_runner_that_ignores_sigint() -> None:
+    # nohup, `cmd &` in a non-interactive shell and some CI agents start the test runner with
+    # SIGINT ignored, and every child inherits that: the tests' children must still get Ctrl-C.
+    code = """
+    x, y = slow_graph(sleep=0.05, announce=True)
+    sess = ow.Session(config=ow.ConfigProto(inter_op_parallelism_threads=2))
+    try:
+        sess.run(y, feed_dict={x: np.ones(3, np.float32)})
+        print("completed")
+    except KeyboardInterrupt:
+        print("interrupted")
+    """
+    proc = _interrupt_when_ready(code, runner_ignores_sigint=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "interrupted" in proc.stdout, proc.stdout + proc.stderr
 
 
 def test_ctrl_c_in_caller_thread_mode_raises_keyboard_interrupt() -> None:

@@ -8,24 +8,37 @@ import stat
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _test_extra() -> set[str]:
+def _names(requirements: list[str]) -> set[str]:
+    return {re.split(r"[<>=!~;\[ ]", req, maxsplit=1)[0].lower() for req in requirements}
+
+
+def _pyproject() -> dict[str, Any]:
     tomllib = pytest.importorskip("tomllib")  # Python >= 3.11
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    return {
-        re.split(r"[<>=!~;\[ ]", req, maxsplit=1)[0].lower()
-        for req in project["optional-dependencies"]["test"]
-    }
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())  # type: ignore[no-any-return]
+
+
+def _test_extra() -> set[str]:
+    return _names(_pyproject()["project"]["optional-dependencies"]["test"])
 
 
 def test_the_test_extra_installs_what_run_sh_builds_and_tests_with() -> None:
     # run.sh configures CMake with Ninja, --asan-python asks pybind11 for its CMake directory.
     assert {"pytest", "hypothesis", "cmake", "ninja", "pybind11"} <= _test_extra()
+
+
+def test_the_wheel_test_group_is_the_test_extra_without_build_tools_and_integrations() -> None:
+    # tests/run_wheel.sh runs with this group (cibuildwheel's test-groups, .ci/wheel): what the
+    # suite needs, none of what only builds from source or the optional integrations need.
+    group = _names(_pyproject()["dependency-groups"]["test-wheel"])
+    assert {"pytest", "hypothesis", "threadpoolctl"} <= group <= _test_extra()
+    assert not group & {"cmake", "ninja", "pybind11", "ray", "distributed", "matplotlib"}
 
 
 @pytest.mark.skipif(not (ROOT / "tests" / "run.sh").exists(), reason="needs the source checkout")

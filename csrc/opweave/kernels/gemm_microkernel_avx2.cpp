@@ -2,6 +2,9 @@
 // vectors) + 2 B vectors + 1 broadcast A value = 15 of the 16 ymm registers. Per k step: 2 loads,
 // 6 broadcasts, 12 FMAs; 12 independent FMA chains cover the FMA latency (4-5 cycles) on two
 // ports. Compiled with -mavx2 -mfma; called only when cpu_info() reports both.
+// x86-64 only: other architectures compile this file to nothing (gemm.cpp calls it only
+// under OPWEAVE_X86_64), since <immintrin.h> exists only for x86.
+#if defined(OPWEAVE_X86_64)
 #include <immintrin.h>
 
 #include "opweave/kernels/gemm_microkernel.h"
@@ -116,3 +119,5 @@ MicroKernel<float> avx2_kernel_f32() {
 MicroKernel<double> avx2_kernel_f64() { return {6, 8, 256, 72, 4080, &kernel_f64_6x8, "avx2+fma"}; }
 
 }  // namespace opweave::gemm_detail
+
+#endif  // OPWEAVE_X86_64

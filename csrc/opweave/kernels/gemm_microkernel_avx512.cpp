@@ -5,7 +5,12 @@
 // saturates a 4-wide front end before the two FMA ports; 12 rows give 38 uops per 12 cycles
 // (measured: 6x32 ran at ~80% of FMA peak, 12x32 runs close to it). Compiled with the AVX-512
 // flags; called only when cpu_info() reports avx512f (and AVX2+FMA).
+// x86-64 only: other architectures compile this file to nothing (gemm.cpp calls it only
+// under OPWEAVE_X86_64), since <immintrin.h> exists only for x86.
+#if defined(OPWEAVE_X86_64)
 #include <immintrin.h>
+
+#include <cstddef>
 
 #include "opweave/kernels/gemm_microkernel.h"
 
@@ -151,3 +156,5 @@ MicroKernel<double> avx512_kernel_f64() {
 }
 
 }  // namespace opweave::gemm_detail
+
+#endif  // OPWEAVE_X86_64
