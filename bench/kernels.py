@@ -233,10 +233,104 @@ def bench_sum(threads_list: list[int], reps: int, big: bool) -> list[tuple[Any, 
     return rows
 
 
+ArrayCase = tuple[str, Callable[[int], Any], Callable[[], Any], Callable[[], Any] | None]
+
+
+def _array_cases(mib: int, rng: np.random.Generator) -> list[ArrayCase]:
+    """(label, opweave(threads), numpy(), torch() or None) for float32 arrays of ``mib`` MiB."""
+    n_floats = mib * (1 << 20) // 4
+    cols = 256
+    quarter = [rng.random((n_floats // 4 // cols, cols), dtype=np.float32) for _ in range(4)]
+    table = rng.random((n_floats // cols, cols), dtype=np.float32)
+    ids = rng.integers(0, table.shape[0], size=table.shape[0] // 10).astype(np.int32)
+    side = int(np.sqrt(n_floats))
+    sq = rng.random((side, side), dtype=np.float32)
+    b0, b1 = side // 4, 3 * side // 4
+    tq = [torch.from_numpy(a) for a in quarter] if torch is not None else []
+    ttable = torch.from_numpy(table) if torch is not None else None
+    tids = torch.from_numpy(ids.astype(np.int64)) if torch is not None else None
+    tsq = torch.from_numpy(sq) if torch is not None else None
+    with_torch = torch is not None
+    return [
+        (
+            f"concat 4 axis=0 {mib} MiB",
+            lambda t: kernels.concat(quarter, 0, _num_threads=t),
+            lambda: np.concatenate(quarter, 0),
+            (lambda: torch.cat(tq, 0)) if with_torch else None,
+        ),
+        (
+            f"concat 4 axis=1 {mib} MiB",
+            lambda t: kernels.concat(quarter, 1, _num_threads=t),
+            lambda: np.concatenate(quarter, 1),
+            (lambda: torch.cat(tq, 1)) if with_torch else None,
+        ),
+        (
+            f"gather 10% rows {mib} MiB",
+            lambda t: kernels.gather(table, ids, _num_threads=t),
+            lambda: np.take(table, ids, axis=0),
+            (lambda: torch.index_select(ttable, 0, tids)) if with_torch else None,
+        ),
+        (
+            f"x[::2, ::2] {mib} MiB",
+            lambda t: kernels.strided_slice(sq, [0, 0], [side, side], [2, 2], _num_threads=t),
+            lambda: np.ascontiguousarray(sq[::2, ::2]),
+            (lambda: tsq[::2, ::2].contiguous()) if with_torch else None,
+        ),
+        (
+            f"x[n/4:3n/4, n/4:3n/4] {mib} MiB",
+            lambda t: kernels.slice(sq, [b0, b0], [b1 - b0, b1 - b0], _num_threads=t),
+            lambda: np.ascontiguousarray(sq[b0:b1, b0:b1]),
+            (lambda: tsq[b0:b1, b0:b1].contiguous()) if with_torch else None,
+        ),
+        (
+            f"tile [1, 2] {mib} MiB",
+            lambda t: kernels.tile(table, [1, 2], _num_threads=t),
+            lambda: np.tile(table, (1, 2)),
+            (lambda: ttable.repeat(1, 2)) if with_torch else None,
+        ),
+        (
+            f"pad 1 each side {mib} MiB",
+            lambda t: kernels.pad(sq, [[1, 1], [1, 1]], _num_threads=t),
+            lambda: np.pad(sq, 1),
+            (lambda: torch.nn.functional.pad(tsq, (1, 1, 1, 1))) if with_torch else None,
+        ),
+    ]
+
+
+def bench_array(threads_list: list[int], reps: int, big: bool) -> list[tuple[Any, ...]]:
+    """Data movement (concat, gather, slicing, tile, pad) on float32 arrays of 1 / 16 / 64 MiB:
+    GB/s of output written, against np.concatenate / np.take / slicing + np.ascontiguousarray /
+    np.tile / np.pad and torch.cat / index_select / slicing + contiguous / repeat / F.pad."""
+    rows = []
+    rng = np.random.default_rng(2)
+    for mib in [1, 16, 64] if big else [1, 16]:
+        for label, ours, numpy_fn, torch_fn in _array_cases(mib, rng):
+            out_bytes = np.asarray(numpy_fn()).nbytes
+            for threads in threads_list:
+                timed: dict[str, Callable[[], Any]] = {
+                    "opweave": lambda f=ours, t=threads: f(t),
+                    "numpy": numpy_fn,
+                }
+                if torch_fn is not None:
+                    timed["torch"] = torch_fn
+                with _Pinned(threads):
+                    med = _interleaved(
+                        timed,
+                        reps,
+                        budget_s=max(1.0, 20 * out_bytes / 5e9),
+                        settle_s=SETTLE_S if threads > 1 else 0.0,
+                    )
+                rows.append(
+                    (label, threads, "GB/s", {k: out_bytes / v / 1e9 for k, v in med.items()})
+                )
+                _print_row(rows[-1])
+    return rows
+
+
 def _print_header() -> None:
     peer = "" if _PEER is None else f"{_PEER[0]:>9}{'ow/' + _PEER[0]:>10}"
     print(
-        f"{'case':<28}{'thr':>4} {'unit':<8}{'opweave':>9}{'numpy':>9}{'torch':>9}"
+        f"{'case':<32}{'thr':>4} {'unit':<8}{'opweave':>9}{'numpy':>9}{'torch':>9}"
         f"{'ow/np':>8}{'ow/torch':>9}{peer}"
     )
 
@@ -251,7 +345,7 @@ def _print_row(row: tuple[Any, ...]) -> None:
         peer_v = vals[_PEER[0]]
         peer = f"{peer_v:>9.1f}{ours / peer_v:>10.2f}"
     print(
-        f"{label:<28}{threads:>4} {unit:<8}{ours:>9.1f}{np_v:>9.1f}{th_v:>9.1f}"
+        f"{label:<32}{threads:>4} {unit:<8}{ours:>9.1f}{np_v:>9.1f}{th_v:>9.1f}"
         f"{ours / np_v:>8.2f}{ours / th_v:>9.2f}{peer}",
         flush=True,
     )
@@ -264,7 +358,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="fewer sizes and repeats")
     parser.add_argument("--reps", type=int, default=15, help="rounds per case (median)")
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
-    parser.add_argument("--only", choices=["matmul", "sum"], default=None)
+    parser.add_argument("--only", choices=["matmul", "sum", "array"], default=None)
     parser.add_argument(
         "--clock",
         choices=["wall", "thread"],
@@ -317,6 +411,8 @@ def main() -> None:
         bench_matmul(sizes, args.threads, reps)
     if args.only in (None, "sum"):
         bench_sum(args.threads, reps, big=not args.quick)
+    if args.only in (None, "array"):
+        bench_array(args.threads, reps, big=not args.quick)
 
 
 if __name__ == "__main__":

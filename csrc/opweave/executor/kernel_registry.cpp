@@ -16,6 +16,7 @@ void register_core_kernels();
 void register_elementwise_kernels();
 void register_reduction_kernels();
 void register_matmul_kernels();
+void register_array_kernels();
 
 namespace {
 
@@ -38,6 +39,7 @@ Registry& storage() { return *g_registry; }
   register_elementwise_kernels();
   register_reduction_kernels();
   register_matmul_kernels();
+  register_array_kernels();
   return true;
 }();
 

@@ -39,7 +39,7 @@ import numpy as np
 
 from .. import _opweave_core as _core
 from .._core_errors import call_core
-from ..dtypes import ANY, INDEX, DType, as_dtype, float32, implicit_array, int32, int64
+from ..dtypes import ANY, INDEX, DType, as_dtype, bool_, float32, implicit_array, int32, int64
 from ..framework import Graph, Operation, Shape, Tensor, format_shape, get_default_graph
 from ..tensor_shape import TensorShape, as_shape
 from . import _checks
@@ -362,6 +362,22 @@ def shape_rule(op_type: str) -> Callable[[F], F]:
 
 # -- conversion of Python values -----------------------------------------------------------------
 
+# Builds one tensor from a (nested) list holding tensors, as TensorFlow's auto-packing does
+# (``[-1, tf.shape(x)[1]]``); array_ops registers Pack here. Arguments: the list, a dtype hint.
+_AUTO_PACK: list[Callable[[Any, DType | None], Any]] = []
+
+
+def register_auto_pack(fn: Callable[[Any, DType | None], Any]) -> None:
+    """Make a list or tuple holding tensors convert to a tensor through ``fn``."""
+    _AUTO_PACK[:] = [fn]
+
+
+def _auto_pack(value: Any, dtype: DType | None) -> Any:
+    """``value`` packed into one tensor when it is a list or tuple holding tensors, else itself."""
+    if _AUTO_PACK and isinstance(value, (list, tuple)) and _contains_tensor(value):
+        return _AUTO_PACK[0](value, dtype)
+    return value
+
 
 def _inferred_dtype(value: Any) -> DType:
     """TensorFlow's dtype for a value given without one: NumPy arrays and scalars keep theirs;
@@ -415,6 +431,9 @@ def to_array(value: Any, dtype: DType | None = None) -> np.ndarray[Any, Any]:
             "opweave.stack to combine tensors)"
         )
     dt = _inferred_dtype(value) if dtype is None else dtype
+    if dt is not bool_ and _holds_python_bools(value):
+        # As TensorFlow: True is not a number for an op argument (feeds still take it).
+        raise _conversion_error(value, dt)
     try:
         arr = implicit_array(value, dt)
     except (TypeError, ValueError, OverflowError):
@@ -422,6 +441,15 @@ def to_array(value: Any, dtype: DType | None = None) -> np.ndarray[Any, Any]:
     if not arr.dtype.isnative:
         arr = arr.astype(arr.dtype.newbyteorder("="))
     return arr
+
+
+def _holds_python_bools(value: Any) -> bool:
+    """A Python or NumPy bool, or a (nested) list of them."""
+    if isinstance(value, (bool, np.bool_)):
+        return True
+    if isinstance(value, (list, tuple)) and value:
+        return _holds_python_bools(value[0])
+    return False
 
 
 def _contains_tensor(value: Any) -> bool:
@@ -456,6 +484,7 @@ def convert_to_tensor(
     opweave.int32
     """
     dt = None if dtype is None else as_dtype(dtype)
+    value = _auto_pack(value, dt)
     if hasattr(value, "_as_tensor"):  # Variables and other tensor-like objects
         value = value._as_tensor()
     if isinstance(value, Tensor):
@@ -491,6 +520,8 @@ def _like(value: Any, dtype: DType, name: str = "Const") -> Any:
     try:
         arr = to_array(value, dtype)
     except TypeError as hinted:
+        if _holds_python_bools(value):
+            raise  # a bool beside numbers is TensorFlow's "Expected int32 ... got True" error
         try:
             arr = to_array(value)
         except TypeError:
@@ -668,6 +699,7 @@ class OpDef:
         return out
 
     def _convert_one(self, value: Any, a: ArgSpec, hints: dict[str, DType], name: str) -> Any:
+        value = _auto_pack(value, a.fixed or hints.get(a.type_attr or ""))
         if hasattr(value, "_as_tensor"):
             value = value._as_tensor()
         if isinstance(value, Tensor):
@@ -693,7 +725,8 @@ class OpDef:
         else:
             target = None
         allowed = self.types.get(a.type_attr or "", ANY)
-        if a.fixed is None and allowed <= INDEX and not isinstance(value, np.ndarray):
+        index_like = (a.fixed is None and allowed <= INDEX) or a.fixed in INDEX
+        if index_like and not isinstance(value, np.ndarray):
             # Axes, shapes, counts: exact integers only (no bool, float or str), checked here.
             ints = _checks.check_int_list(value, a.name, op=f"{self.type} '{name}'")
             shaped = (
@@ -808,7 +841,7 @@ class OpDef:
             if a.fixed is not None:
                 d: Any = a.fixed
             elif a.is_list:
-                out.extend(attrs.get("Tout") or [])
+                out.extend(attrs.get("Tout") or attrs.get("T") or [])
                 continue
             elif a.type_attr in dtypes:
                 d = dtypes[a.type_attr]
