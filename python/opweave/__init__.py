@@ -76,7 +76,7 @@ from .ops.control_flow_ops import *  # noqa: F403
 from .ops.math_ops import *  # noqa: F403
 from .ops.nn_ops import relu
 from .ops.script_ops import *  # noqa: F403
-from .session import Session, get_default_session
+from .session import InteractiveSession, Session, get_default_session
 from .tensor_shape import Dimension, TensorShape
 from .tuning import tune
 
@@ -88,6 +88,7 @@ __all__ = [
     "DType",
     "Dimension",
     "Graph",
+    "InteractiveSession",
     "Operation",
     "PoolConfigWarning",
     "RunMetadata",
