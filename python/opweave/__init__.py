@@ -61,10 +61,15 @@ from .dtypes import (
 )
 from .framework import (
     Graph,
+    GraphKeys,
     Operation,
     Tensor,
+    add_to_collection,
+    add_to_collections,
     control_dependencies,
     device,
+    get_collection,
+    get_collection_ref,
     get_default_graph,
     name_scope,
     reset_default_graph,
@@ -76,6 +81,9 @@ from .ops.control_flow_ops import *  # noqa: F403
 from .ops.math_ops import *  # noqa: F403
 from .ops.nn_ops import relu
 from .ops.script_ops import *  # noqa: F403
+from .ops.state_ops import *  # noqa: F403
+from .ops.variable_scopes import *  # noqa: F403
+from .ops.variables import *  # noqa: F403
 from .session import InteractiveSession, Session, get_default_session
 from .tensor_shape import Dimension, TensorShape
 from .tuning import tune
@@ -88,6 +96,7 @@ __all__ = [
     "DType",
     "Dimension",
     "Graph",
+    "GraphKeys",
     "InteractiveSession",
     "Operation",
     "PoolConfigWarning",
@@ -98,6 +107,8 @@ __all__ = [
     "TensorShape",
     "ThreadPoolOptionProto",
     "__version__",
+    "add_to_collection",
+    "add_to_collections",
     "app",
     "as_dtype",
     "bool",
@@ -113,6 +124,8 @@ __all__ = [
     "float16",
     "float32",
     "float64",
+    "get_collection",
+    "get_collection_ref",
     "get_default_graph",
     "get_default_session",
     "get_num_interop_threads",
@@ -144,6 +157,9 @@ __all__ += ops.array_ops.__all__
 __all__ += ops.control_flow_ops.__all__
 __all__ += ops.math_ops.__all__
 __all__ += ops.script_ops.__all__
+__all__ += ops.state_ops.__all__
+__all__ += ops.variable_scopes.__all__
+__all__ += ops.variables.__all__
 
 # At interpreter exit (after non-daemon threads were joined, before finalization starts): refuse
 # new calls into the core, cancel the runs still in flight in daemon threads and wait for every
