@@ -14,7 +14,7 @@ import opweave as ow
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from op_testing import REALS, SETTINGS, OpCase, check_case, same_shape
+from op_testing import FLOATS, REALS, SETTINGS, OpCase, check_case, same_shape
 
 # -- helpers building a variable from an input, then the op after its initializer ----------------
 
@@ -67,6 +67,141 @@ def is_initialized_row(x: Any) -> Any:
         return [ow.is_variable_initialized(a), ow.is_variable_initialized(b)]
 
 
+def _apply_row(fn: Callable[..., Any], n_slots: int) -> Callable[..., Any]:
+    """A row running ``fn(var, *slots, *hyper, grad)`` once, fetching var and the slots."""
+
+    def row(*tensors: Any, **hyper: Any) -> Any:
+        var_and_slots = _vars(*tensors[: 1 + n_slots])
+        grad = tensors[1 + n_slots]
+        with _after_init(var_and_slots):
+            out = fn(*var_and_slots, grad=grad, **hyper)
+        return [out] + [s._ref() for s in var_and_slots[1:]]
+
+    row.__name__ = f"{fn.__name__}_row"
+    return row
+
+
+training = ow.ops.training_ops
+
+
+def gd(var: Any, grad: Any, alpha: float) -> Any:
+    return training.apply_gradient_descent(var, alpha, grad)
+
+
+def momentum(var: Any, accum: Any, grad: Any, lr: float, momentum: float, nesterov: bool) -> Any:
+    return training.apply_momentum(var, accum, lr, grad, momentum, use_nesterov=nesterov)
+
+
+def adam(var: Any, m: Any, v: Any, grad: Any, **h: Any) -> Any:
+    return training.apply_adam(
+        var,
+        m,
+        v,
+        h["b1p"],
+        h["b2p"],
+        h["lr"],
+        h["b1"],
+        h["b2"],
+        h["eps"],
+        grad,
+        use_nesterov=h["nesterov"],
+    )
+
+
+def rmsprop(var: Any, ms: Any, mom: Any, grad: Any, **h: Any) -> Any:
+    return training.apply_rms_prop(var, ms, mom, h["lr"], h["rho"], h["momentum"], h["eps"], grad)
+
+
+def centered(var: Any, mg: Any, ms: Any, mom: Any, grad: Any, **h: Any) -> Any:
+    return training.apply_centered_rms_prop(
+        var, mg, ms, mom, h["lr"], h["rho"], h["momentum"], h["eps"], grad
+    )
+
+
+def adagrad(var: Any, accum: Any, grad: Any, lr: float) -> Any:
+    return training.apply_adagrad(var, accum, lr, grad)
+
+
+# -- NumPy references: TensorFlow 1's update formulas, in the variable's dtype -------------------
+
+
+def ref_gd(var: np.ndarray, grad: np.ndarray, alpha: float) -> list[np.ndarray]:
+    t = var.dtype.type
+    return [var - grad * t(alpha)]
+
+
+def ref_momentum(
+    var: np.ndarray,
+    accum: np.ndarray,
+    grad: np.ndarray,
+    lr: float,
+    momentum: float,
+    nesterov: bool,
+) -> list[np.ndarray]:
+    t = var.dtype.type
+    a = accum * t(momentum) + grad
+    if nesterov:
+        return [var - (grad * t(lr) + a * t(momentum) * t(lr)), a]
+    return [var - a * t(lr), a]
+
+
+def ref_adam(
+    var: np.ndarray, m: np.ndarray, v: np.ndarray, grad: np.ndarray, **h: Any
+) -> list[np.ndarray]:
+    t = var.dtype.type
+    alpha = t(h["lr"]) * np.sqrt(t(1) - t(h["b2p"])) / (t(1) - t(h["b1p"]))
+    m2 = m + (grad - m) * (t(1) - t(h["b1"]))
+    v2 = v + (grad * grad - v) * (t(1) - t(h["b2"]))
+    if h["nesterov"]:
+        step = ((grad * (t(1) - t(h["b1"])) + t(h["b1"]) * m2) * alpha) / (
+            np.sqrt(v2) + t(h["eps"])
+        )
+    else:
+        step = (m2 * alpha) / (np.sqrt(v2) + t(h["eps"]))
+    return [var - step, m2, v2]
+
+
+def ref_rmsprop(
+    var: np.ndarray, ms: np.ndarray, mom: np.ndarray, grad: np.ndarray, **h: Any
+) -> list[np.ndarray]:
+    t = var.dtype.type
+    ms2 = ms + (grad * grad - ms) * (t(1) - t(h["rho"]))
+    mom2 = mom * t(h["momentum"]) + (grad * t(h["lr"])) / np.sqrt(ms2 + t(h["eps"]))
+    return [var - mom2, ms2, mom2]
+
+
+def ref_centered(
+    var: np.ndarray, mg: np.ndarray, ms: np.ndarray, mom: np.ndarray, grad: np.ndarray, **h: Any
+) -> list[np.ndarray]:
+    t = var.dtype.type
+    ms2 = ms + (grad * grad - ms) * (t(1) - t(h["rho"]))
+    mg2 = mg + (grad - mg) * (t(1) - t(h["rho"]))
+    mom2 = mom * t(h["momentum"]) + (grad * t(h["lr"])) / np.sqrt(ms2 - mg2 * mg2 + t(h["eps"]))
+    return [var - mom2, mg2, ms2, mom2]
+
+
+def ref_adagrad(
+    var: np.ndarray, accum: np.ndarray, grad: np.ndarray, lr: float
+) -> list[np.ndarray]:
+    t = var.dtype.type
+    a = accum + grad * grad
+    return [var - grad * t(lr) * (t(1) / np.sqrt(a)), a]
+
+
+def _positive_slots(*positive: int) -> Callable[..., list[np.ndarray]]:
+    """Values for an update row: the inputs at ``positive`` (second moments, accumulators) in
+    (0.5, 2), the others in (-2, 2)."""
+
+    def values(rng: np.random.Generator, shapes: Any, dtypes: Any) -> list[np.ndarray]:
+        out = []
+        for i, (s, d) in enumerate(zip(shapes, dtypes, strict=True)):
+            lo = 0.5 if i in positive else -2.0
+            out.append(rng.uniform(lo, 2.0, size=s).astype(d))
+        return out
+
+    return values
+
+
 def _scatter_values(rng: np.random.Generator, shapes: Any, dtypes: Any) -> list[np.ndarray]:
     rows = shapes[0][0]
     x = (rng.uniform(-3, 3, size=shapes[0]) * 4).round().astype(dtypes[0])
@@ -100,6 +235,9 @@ def _ref_scatter(kind: str) -> Callable[..., np.ndarray]:
 def _locking(draw: st.DrawFn, shapes: Any) -> dict[str, Any]:
     return {"use_locking": draw(st.booleans())}
 
+
+_ADAM_HYPER = {"b1p": 0.9**3, "b2p": 0.999**3, "lr": 0.01, "b1": 0.9, "b2": 0.999, "eps": 1e-8}
+_RMS_HYPER = {"lr": 0.01, "rho": 0.9, "momentum": 0.5, "eps": 1e-10}
 
 CASES = [
     OpCase(
@@ -180,6 +318,80 @@ CASES = [
         grad=False,
         eager_name=None,
     ),
+    OpCase(
+        "ApplyGradientDescent",
+        _apply_row(gd, 0),
+        ref_gd,
+        same_shape(2),
+        FLOATS,
+        grad=False,
+        eager_name=None,
+        kwargs={"alpha": 0.25},
+    ),
+    OpCase(
+        "ApplyMomentum",
+        _apply_row(momentum, 1),
+        ref_momentum,
+        same_shape(3),
+        FLOATS,
+        grad=False,
+        eager_name=None,
+        kwargs=lambda draw, s: {"lr": 0.1, "momentum": 0.9, "nesterov": draw(st.booleans())},
+    ),
+    OpCase(
+        "ApplyAdam",
+        _apply_row(adam, 2),
+        ref_adam,
+        same_shape(4),
+        FLOATS,
+        grad=False,
+        eager_name=None,
+        values=_positive_slots(2),
+        rtol=1e-5,
+        kwargs=lambda draw, s: {**_ADAM_HYPER, "nesterov": draw(st.booleans())},
+    ),
+    OpCase(
+        "ApplyRMSProp",
+        _apply_row(rmsprop, 2),
+        ref_rmsprop,
+        same_shape(4),
+        FLOATS,
+        grad=False,
+        eager_name=None,
+        values=_positive_slots(1),
+        rtol=1e-5,
+        kwargs=_RMS_HYPER,
+    ),
+    OpCase(
+        "ApplyCenteredRMSProp",
+        _apply_row(centered, 3),
+        ref_centered,
+        same_shape(5),
+        FLOATS,
+        grad=False,
+        eager_name=None,
+        rtol=1e-5,
+        kwargs=_RMS_HYPER,
+        # ms - mg^2 stays positive: ms in (4.5, 6), mg in (-2, 2)
+        values=lambda rng, shapes, dtypes: [
+            rng.uniform(lo, hi, size=s).astype(d)
+            for (lo, hi), s, d in zip(
+                [(-2, 2), (-2, 2), (4.5, 6), (-2, 2), (-2, 2)], shapes, dtypes, strict=True
+            )
+        ],
+    ),
+    OpCase(
+        "ApplyAdagrad",
+        _apply_row(adagrad, 1),
+        ref_adagrad,
+        same_shape(3),
+        FLOATS,
+        grad=False,
+        eager_name=None,
+        values=_positive_slots(1),
+        rtol=1e-5,
+        kwargs={"lr": 0.1},
+    ),
 ]
 
 
@@ -229,7 +441,15 @@ def test_update_gives_the_same_bits_on_one_and_three_threads(case: OpCase) -> No
 
 
 def _arity(case: OpCase) -> int:
-    return {"AssignAdd": 2}[case.op_type]
+    return {
+        "ApplyGradientDescent": 2,
+        "ApplyMomentum": 3,
+        "ApplyAdagrad": 3,
+        "ApplyAdam": 4,
+        "ApplyRMSProp": 4,
+        "ApplyCenteredRMSProp": 5,
+        "AssignAdd": 2,
+    }[case.op_type]
 
 
 class _FirstDraw:

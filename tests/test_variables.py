@@ -470,4 +470,5 @@ def test_compat_v1_exposes_the_same_api() -> None:
 
     assert tf.Variable is ow.Variable
     assert tf.get_variable is ow.get_variable
+    assert tf.train.AdamOptimizer is ow.train.AdamOptimizer
     assert tf.GraphKeys.GLOBAL_VARIABLES == "variables"

@@ -12,6 +12,7 @@ from . import (
     math_ops,
     script_ops,
     state_ops,
+    training_ops,  # noqa: F401  (defines the optimizers' Apply* ops)
     variable_scopes,
     variables,
 )
