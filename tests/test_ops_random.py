@@ -1,0 +1,485 @@
+"""The random ops: one row per op (for the coverage and hostile
+walks; random values have no NumPy reference, so each row checks shape, dtype and seeding), then
+their distributions against generous but meaningful bounds (mean, spread, Kolmogorov-Smirnov
+distance, chi-square of frequencies), TensorFlow 1's seed rules and the same bits for 1 and 3
+intra-op threads (fresh processes).
+
+Every check uses fixed seeds, so none is flaky: a bound that holds holds on every run."""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import opweave as ow
+import pytest
+from _subprocess import run_python
+from op_testing import OpCase, fixed
+from opweave import errors
+
+# -- one row per op --------------------------------------------------------------------------
+
+
+def _shape_values(shape: list[int]) -> Callable[..., list[np.ndarray]]:
+    return lambda rng, shapes, dtypes: [np.array(shape, dtypes[0])]
+
+
+def _zeros(shape: tuple[int, ...], dtype: Any) -> Callable[..., np.ndarray]:
+    """The reference of a random op: its shape and dtype (the values are checked elsewhere)."""
+    return lambda *arrays, **kwargs: np.zeros(shape, dtype)
+
+
+CASES = [
+    OpCase(
+        "RandomStandardNormal",
+        ow.random_normal,
+        _zeros((3, 5), np.float64),
+        fixed((2,)),
+        dtypes=(np.int32, np.int64),
+        values=_shape_values([3, 5]),
+        kwargs={"mean": 1.0, "stddev": 2.0, "dtype": ow.float64, "seed": 11},
+        grad=False,
+        eager_name=None,
+    ),
+    OpCase(
+        "TruncatedNormal",
+        ow.truncated_normal,
+        _zeros((4, 2), np.float32),
+        fixed((2,)),
+        dtypes=(np.int32,),
+        values=_shape_values([4, 2]),
+        kwargs={"stddev": 0.5, "seed": 12},
+        grad=False,
+        eager_name=None,
+    ),
+    OpCase(
+        "RandomUniform",
+        ow.random_uniform,
+        _zeros((7,), np.float16),
+        fixed((1,)),
+        dtypes=(np.int64,),
+        values=_shape_values([7]),
+        kwargs={"minval": -1.0, "maxval": 2.0, "dtype": ow.float16, "seed": 13},
+        grad=False,
+        eager_name=None,
+    ),
+    OpCase(
+        "RandomUniformInt",
+        ow.random_uniform,
+        _zeros((2, 6), np.int64),
+        fixed((2,)),
+        dtypes=(np.int32,),
+        values=_shape_values([2, 6]),
+        kwargs={"minval": -3, "maxval": 5, "dtype": ow.int64, "seed": 14},
+        grad=False,
+        eager_name=None,
+    ),
+    OpCase(
+        "RandomShuffle",
+        ow.random_shuffle,
+        lambda x, **kwargs: np.zeros_like(x),
+        fixed((12, 2)),
+        dtypes=(np.float32, np.int64, np.uint8),
+        values=lambda rng, shapes, dtypes: [np.arange(24).reshape(12, 2).astype(dtypes[0])],
+        kwargs={"seed": 15},
+        grad=False,
+        eager_name=None,
+    ),
+    OpCase(
+        "Multinomial",
+        ow.multinomial,
+        _zeros((2, 4), np.int32),
+        fixed((2, 3)),
+        dtypes=(np.float32, np.float64),
+        kwargs={"num_samples": 4, "seed": 16, "output_dtype": ow.int32},
+        grad=False,
+        eager_name=None,
+    ),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=repr)
+def test_row_has_its_shape_and_dtype_and_its_seed_repeats_in_a_fresh_session(
+    case: OpCase,
+) -> None:
+    shapes = case.shapes(None)  # type: ignore[arg-type]
+    dtypes = [case.dtypes[0]] * len(shapes)
+    rng = np.random.default_rng(0)
+    assert case.values is not None or len(shapes) == 1
+    arrays = (
+        case.values(rng, shapes, dtypes)
+        if case.values
+        else [rng.standard_normal(s).astype(d) for s, d in zip(shapes, dtypes, strict=True)]
+    )
+    kwargs = dict(case.kwargs) if isinstance(case.kwargs, dict) else {}
+    want = case.ref(*arrays, **kwargs)
+    with ow.Graph().as_default():
+        phs = [ow.placeholder(ow.as_dtype(a.dtype), shape=a.shape) for a in arrays]
+        out = case.fn(*phs, **kwargs)
+        feed = dict(zip(phs, arrays, strict=True))
+        with ow.Session() as s1:
+            first, second = s1.run(out, feed), s1.run(out, feed)
+        with ow.Session() as s2:
+            again = s2.run(out, feed)
+    assert first.shape == want.shape
+    assert first.dtype == want.dtype
+    np.testing.assert_array_equal(first, again)
+    assert not np.array_equal(first, second), "a second run continues the sequence"
+
+
+def test_random_ops_are_stateful_not_differentiable_and_not_offered_eagerly() -> None:
+    for case in CASES:
+        d = ow.ops.REGISTRY[case.op_type]
+        assert d.stateful, case.op_type
+        assert d.not_differentiable, case.op_type
+    for name in ["random_normal", "random_uniform", "truncated_normal", "random_shuffle"]:
+        with pytest.raises(AttributeError):
+            getattr(ow.kernels, name)
+    with ow.Graph().as_default():
+        w = ow.placeholder(ow.float32, [3])
+        x = ow.placeholder(ow.float32, [3])
+        y = ow.reduce_sum(ow.random_normal([3]) * w + ow.random_shuffle(x))
+        gw, gx = ow.gradients(y, [w, x])
+        assert gx is None
+        with ow.Session() as s:
+            g, r = s.run([gw, y], {w: np.ones(3, np.float32), x: np.zeros(3, np.float32)})
+        assert g.shape == (3,)
+        assert np.isclose(g.sum(), r)
+
+
+def test_docstring_examples_hold() -> None:
+    for module in ["opweave.ops.random_ops", "opweave.random"]:
+        result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
+        assert result.attempted > 0, module
+        assert result.failed == 0, module
+
+
+# -- distributions ---------------------------------------------------------------------------
+
+
+def _run(t: Any, runs: int = 1) -> Any:
+    with ow.Session() as s:
+        values = [s.run(t) for _ in range(runs)]
+    return values[0] if runs == 1 else values
+
+
+def _ks(sample: np.ndarray, cdf: Callable[[np.ndarray], np.ndarray]) -> float:
+    """The Kolmogorov-Smirnov distance between a sample and a distribution."""
+    x = np.sort(sample.astype(np.float64))
+    n = x.size
+    f = cdf(x)
+    return float(max((np.arange(1, n + 1) / n - f).max(), (f - np.arange(n) / n).max()))
+
+
+_erf = np.vectorize(math.erf)
+
+
+def _normal_cdf(x: np.ndarray) -> np.ndarray:
+    return 0.5 * (1.0 + _erf(x / math.sqrt(2.0)))
+
+
+# The 99.9% critical value of the KS distance is 1.95 / sqrt(n).
+def _ks_bound(n: int) -> float:
+    return 1.95 / math.sqrt(n)
+
+
+@pytest.mark.parametrize("dtype", [ow.float32, ow.float64, ow.float16])
+def test_normal_has_its_mean_stddev_and_shape(dtype: ow.DType) -> None:
+    n = 40000
+    with ow.Graph().as_default():
+        x = _run(ow.random_normal([200, n // 200], mean=3.0, stddev=2.0, dtype=dtype, seed=1))
+    assert x.shape == (200, n // 200)
+    assert x.dtype == dtype.as_numpy_dtype
+    z = (x.astype(np.float64) - 3.0) / 2.0
+    assert abs(z.mean()) < 5 / math.sqrt(n)
+    assert abs(z.std() - 1.0) < 0.02
+    assert _ks(z.reshape(-1)[:10000], _normal_cdf) < _ks_bound(10000) + (
+        0.01 if dtype is ow.float16 else 0.0
+    )
+
+
+@pytest.mark.parametrize("dtype", [ow.float32, ow.float64, ow.float16])
+def test_truncated_normal_stays_within_two_stddev_with_the_truncated_spread(
+    dtype: ow.DType,
+) -> None:
+    n = 40000
+    with ow.Graph().as_default():
+        x = _run(ow.truncated_normal([n], mean=-1.0, stddev=0.5, dtype=dtype, seed=2))
+    z = (x.astype(np.float64) + 1.0) / 0.5
+    if dtype is ow.float16:
+        assert np.all(np.abs(z) <= 2.0 + 2e-3)  # rounding to half may touch the bound
+    else:
+        assert np.all(np.abs(z) < 2.0)
+    assert abs(z.mean()) < 5 / math.sqrt(n)
+    assert abs(z.std() - 0.87962566103423978) < 0.02
+    mass = _normal_cdf(np.array([2.0]))[0] - _normal_cdf(np.array([-2.0]))[0]
+
+    def truncated_cdf(v: np.ndarray) -> np.ndarray:
+        return (_normal_cdf(v) - _normal_cdf(np.array([-2.0]))[0]) / mass
+
+    bound = _ks_bound(10000) + (0.01 if dtype is ow.float16 else 0.0)
+    assert _ks(z[:10000], truncated_cdf) < bound
+
+
+@pytest.mark.parametrize("dtype", [ow.float32, ow.float64, ow.float16])
+def test_uniform_floats_stay_in_range_and_are_uniform(dtype: ow.DType) -> None:
+    with ow.Graph().as_default():
+        unit = ow.random_uniform([20000], dtype=dtype, seed=3)
+        wide = ow.random_uniform([20000], minval=-2.0, maxval=6.0, dtype=dtype, seed=4)
+        u, w = _run([unit, wide])
+        assert unit.op.type == "RandomUniform"  # [0, 1) needs no scaling ops
+    assert u.dtype == dtype.as_numpy_dtype
+    assert u.min() >= 0.0
+    assert u.max() < 1.0 + (1e-3 if dtype is ow.float16 else 0.0)
+    assert w.min() >= -2.0
+    assert w.max() <= 6.0
+    assert _ks(u[:10000], lambda v: np.clip(v, 0, 1)) < _ks_bound(10000) + 1e-3
+    assert _ks((w[:10000] + 2.0) / 8.0, lambda v: np.clip(v, 0, 1)) < _ks_bound(10000) + 1e-3
+
+
+@pytest.mark.parametrize("dtype", [ow.int32, ow.int64])
+def test_uniform_integers_cover_their_range_evenly(dtype: ow.DType) -> None:
+    n = 16000
+    with ow.Graph().as_default():
+        x = _run(ow.random_uniform([n], minval=-3, maxval=5, dtype=dtype, seed=5))
+    assert x.dtype == dtype.as_numpy_dtype
+    assert x.min() == -3
+    assert x.max() == 4
+    counts = np.bincount(x + 3, minlength=8)
+    chi2 = float(((counts - n / 8) ** 2 / (n / 8)).sum())
+    assert chi2 < 30.0  # 7 degrees of freedom: p < 1e-4
+
+
+def test_uniform_integers_over_the_whole_dtype_range() -> None:
+    with ow.Graph().as_default():
+        a = ow.random_uniform([4000], minval=-(2**31), maxval=2**31 - 1, dtype=ow.int32, seed=6)
+        b = ow.random_uniform([4000], minval=-(2**63), maxval=2**63 - 1, dtype=ow.int64, seed=7)
+        x, y = _run([a, b])
+    assert x.min() < -(2**30)
+    assert x.max() > 2**30
+    assert x.max() < 2**31 - 1
+    assert y.min() < -(2**61)
+    assert y.max() > 2**61
+    assert y.max() < 2**63 - 1
+    assert abs(y.astype(np.float64).mean()) < 0.1 * 2**63
+
+
+def test_uniform_integer_arguments_are_checked() -> None:
+    with ow.Graph().as_default():
+        with pytest.raises(ValueError, match="Must specify maxval for integer dtype"):
+            ow.random_uniform([2], dtype=ow.int32)
+        with pytest.raises(ValueError, match="invalid value"):
+            ow.random_uniform([2], maxval=3, dtype=ow.uint8)
+        lo = ow.placeholder(ow.int32, [])
+        x = ow.random_uniform([3], minval=lo, maxval=5, dtype=ow.int32)
+        with ow.Session() as s:
+            assert s.run(x, {lo: 4}).tolist() == [4, 4, 4]
+            for bad in (5, 9):
+                with pytest.raises(errors.InvalidArgumentError, match="Need minval < maxval"):
+                    s.run(x, {lo: bad})
+
+
+def test_shape_arguments_are_checked_at_build_and_run_time() -> None:
+    with ow.Graph().as_default():
+        with pytest.raises(ValueError, match="Shape must be rank 1 but is rank 0"):
+            ow.random_normal(5)
+        with pytest.raises(ValueError, match="Dimension -5 must be >= 0"):
+            ow.random_normal([2, -5])
+        with pytest.raises(TypeError, match="float16, float32 or float64"):
+            ow.random_normal([2], dtype=ow.int32)
+        assert ow.random_uniform(ow.TensorShape([2, 3])).shape.as_list() == [2, 3]
+        with pytest.raises(ValueError, match="partially known"):
+            ow.random_uniform(ow.TensorShape([None, 3]))
+        dims = ow.placeholder(ow.int32, [None])
+        x = ow.random_normal(dims, seed=1)
+        assert x.shape.ndims is None
+        with ow.Session() as s:
+            assert s.run(x, {dims: [2, 0]}).shape == (2, 0)
+            with pytest.raises(errors.InvalidArgumentError, match="Dimension -1 must be >= 0"):
+                s.run(x, {dims: [2, -1]})
+
+
+def test_shuffle_permutes_the_first_dimension() -> None:
+    x = np.arange(40).reshape(10, 4)
+    with ow.Graph().as_default():
+        t = ow.random_shuffle(x, seed=8)
+        words = ow.random_shuffle(np.array([b"a", b"b", b"c", b"d"], object), seed=9)
+        scalar = ow.random_shuffle(3.5)
+        runs = _run([t, words, scalar], runs=6)
+    seen = set()
+    for y, w, s in runs:
+        assert sorted(map(tuple, y.tolist())) == sorted(map(tuple, x.tolist()))
+        assert sorted(w.tolist()) == [b"a", b"b", b"c", b"d"]
+        assert s == 3.5
+        seen.add(tuple(y[:, 0].tolist()))
+    assert len(seen) == 6  # every run draws a new permutation
+
+
+def test_shuffle_positions_are_uniform() -> None:
+    # Where element 0 lands, over 2000 runs of one shuffle op.
+    with ow.Graph().as_default():
+        t = ow.random_shuffle(np.arange(4), seed=4)
+        with ow.Session() as s:
+            where = [int(np.argmax(s.run(t) == 0)) for _ in range(2000)]
+    counts = np.bincount(where, minlength=4)
+    chi2 = float(((counts - 500) ** 2 / 500).sum())
+    assert chi2 < 21.0  # 3 degrees of freedom: p < 1e-4
+
+
+def test_multinomial_frequencies_track_softmax_of_the_logits() -> None:
+    probs = np.array([0.1, 0.2, 0.7])
+    logits = np.stack([np.log(probs), [0.0, 0.0, -np.inf], [-np.inf] * 3]).astype(np.float32)
+    n = 20000
+    with ow.Graph().as_default():
+        x = _run(ow.multinomial(logits, n, seed=10))
+        c = ow.random.categorical(logits[:1], 5, dtype=ow.int32)
+        assert c.dtype is ow.int32
+        assert c.shape.as_list() == [1, 5]
+    assert x.shape == (3, n)
+    assert x.dtype == np.int64
+    counts = np.bincount(x[0], minlength=3)
+    chi2 = float(((counts - n * probs) ** 2 / (n * probs)).sum())
+    assert chi2 < 20.0  # 2 degrees of freedom: p < 1e-4
+    assert set(np.unique(x[1]).tolist()) == {0, 1}  # -inf is never drawn
+    assert abs(np.mean(x[1]) - 0.5) < 0.02
+    assert set(x[2].tolist()) == {3}  # no finite logit: num_classes, as TensorFlow
+
+
+def test_multinomial_arguments_are_checked() -> None:
+    with ow.Graph().as_default():
+        with pytest.raises(ValueError, match="Shape must be rank 2 but is rank 1"):
+            ow.multinomial([1.0, 2.0], 3)
+        with pytest.raises(ValueError, match="must be non-negative but is -1"):
+            ow.multinomial([[1.0, 2.0]], -1)
+        with pytest.raises(ValueError, match="invalid value"):
+            ow.multinomial([[1.0, 2.0]], 1, output_dtype=ow.float32)
+        empty = ow.multinomial(np.zeros((2, 3), np.float32), 0)
+        no_classes = ow.multinomial(np.zeros((2, 0), np.float32), 2)
+        with ow.Session() as s:
+            assert s.run(empty).shape == (2, 0)
+            with pytest.raises(errors.InvalidArgumentError, match="num_classes should be positive"):
+                s.run(no_classes)
+
+
+# -- seeds -----------------------------------------------------------------------------------
+
+
+def _program(graph_seed: int | None, op_seed: int | None) -> list[np.ndarray]:
+    """Two random ops of a small program built in a fresh graph, run once in a fresh session."""
+    with ow.Graph().as_default():
+        if graph_seed is not None:
+            ow.set_random_seed(graph_seed)
+        a = ow.random_normal([5], seed=op_seed)
+        b = ow.random_uniform([5], seed=op_seed)
+        return list(_run([a, b]))
+
+
+def test_get_seed_follows_tensorflow_1_rules() -> None:
+    with ow.Graph().as_default() as g:
+        assert ow.get_seed(None) == (None, None)
+        assert ow.get_seed(5) == (87654321, 5)
+        assert ow.get_seed(2**31 + 3) == (87654321, 4)
+        ow.set_random_seed(0)
+        assert ow.get_seed(0) == (0, 2**31 - 1)  # (0, 0) means "no seed" to the kernels
+        ow.set_random_seed(7)
+        assert g.seed == 7
+        assert ow.get_seed(3) == (7, 3)
+        ow.constant(1.0)
+        n = len(g.get_operations())
+        assert ow.get_seed(None) == (7, n)  # the op count when the op is made
+        x = ow.random_normal([2])
+        op = next(o for o in g.get_operations() if o.type == "RandomStandardNormal")
+        assert (op.get_attr("seed"), op.get_attr("seed2")) == (7, n)
+        assert x.op is op  # mean 0 and stddev 1: the op itself, no scaling ops
+        for bad in (1.5, True, "3", 2**64):
+            with pytest.raises((TypeError, ValueError)):
+                ow.set_random_seed(bad)
+            with pytest.raises((TypeError, ValueError)):
+                ow.random_normal([2], seed=bad)
+        ow.set_random_seed(None)
+        assert g.seed is None
+
+
+def test_the_same_seeds_give_the_same_numbers_in_fresh_graphs_and_sessions() -> None:
+    for graph_seed, op_seed in [(None, 4), (3, None), (3, 4)]:
+        first, again = _program(graph_seed, op_seed), _program(graph_seed, op_seed)
+        for x, y in zip(first, again, strict=True):
+            np.testing.assert_array_equal(x, y)
+    # Graph seed only: the two ops of one program get different sequences.
+    _a, _b = _program(3, None)
+    with ow.Graph().as_default():
+        ow.set_random_seed(3)
+        x = ow.random_uniform([5])
+        y = ow.random_uniform([5])
+        u, v = _run([x, y])
+    assert not np.array_equal(u, v)
+
+
+def test_different_seeds_give_different_numbers() -> None:
+    outcomes = [_program(g, o)[0].tobytes() for g, o in [(None, 4), (None, 5), (1, 4), (2, 4)]]
+    assert len(set(outcomes)) == 4
+    # No seed at all: each session draws its own.
+    with ow.Graph().as_default():
+        x = ow.random_normal([8])
+        assert (x.op.get_attr("seed"), x.op.get_attr("seed2")) == (0, 0)
+        assert not np.array_equal(_run(x), _run(x))
+
+
+def test_runs_continue_the_sequence_and_sessions_are_independent() -> None:
+    with ow.Graph().as_default():
+        x = ow.random_normal([4], seed=1)
+        y = ow.random_normal([4], seed=1)  # the same seeds: the same sequence as x
+        with ow.Session() as s1, ow.Session() as s2:
+            one = [s1.run(x) for _ in range(3)]
+            interleaved = [s2.run(x) if i % 2 == 0 else s1.run(y) for i in range(6)]
+            # y in s1 starts its own sequence, x in s2 too.
+            np.testing.assert_array_equal(np.array(interleaved[0::2]), np.array(one))
+            np.testing.assert_array_equal(np.array(interleaved[1::2]), np.array(one))
+            assert len({v.tobytes() for v in one}) == 3
+            # Fetched together with something else (another compiled signature), x goes on.
+            fourth, _ = s1.run([x, y])
+            assert not any(np.array_equal(fourth, v) for v in one)
+
+
+# Runs every random op (large enough to be split over threads) twice and prints a digest.
+THREADS_PROBE = """
+import hashlib, sys
+import numpy as np
+import opweave as ow
+config = ow.ConfigProto(intra_op_parallelism_threads={threads})
+with ow.Graph().as_default():
+    ow.set_random_seed(5)
+    outs = [
+        ow.random_normal([300000]),
+        ow.random_normal([100001], dtype=ow.float64),
+        ow.truncated_normal([300000]),
+        ow.truncated_normal([100001], dtype=ow.float64),
+        ow.random_uniform([300001]),
+        ow.random_uniform([100000], dtype=ow.float16),
+        ow.random_uniform([300000], maxval=1000, dtype=ow.int32),
+        ow.random_uniform([100001], minval=-7, maxval=2**40, dtype=ow.int64),
+        ow.random_shuffle(np.arange(400000).reshape(100000, 4)),
+        ow.multinomial(np.random.default_rng(0).standard_normal((4000, 30)), 50),
+    ]
+    with ow.Session(config=config) as s:
+        digest = hashlib.sha256()
+        for _ in range(2):
+            for v in s.run(outs):
+                digest.update(v.tobytes())
+        print(ow.get_num_threads(), digest.hexdigest())
+"""
+
+
+def test_the_same_bits_for_one_and_three_intra_op_threads() -> None:
+    results = []
+    for threads in (1, 3):
+        done = run_python(THREADS_PROBE.replace("{threads}", str(threads)), timeout=120)
+        assert done.returncode == 0, done.stderr
+        used, digest = done.stdout.split()
+        assert int(used) == threads
+        results.append(digest)
+    assert results[0] == results[1]
