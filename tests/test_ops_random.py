@@ -1,8 +1,8 @@
-"""The random ops: one row per op (for the coverage and hostile
+"""The random ops and dropout: one row per op (for the coverage and hostile
 walks; random values have no NumPy reference, so each row checks shape, dtype and seeding), then
 their distributions against generous but meaningful bounds (mean, spread, Kolmogorov-Smirnov
-distance, chi-square of frequencies), TensorFlow 1's seed rules and the same bits for 1 and 3
-intra-op threads (fresh processes).
+distance, chi-square of frequencies), TensorFlow 1's seed rules, the same bits for 1 and 3
+intra-op threads (fresh processes), and dropout's scaling, arguments and gradient.
 
 Every check uses fixed seeds, so none is flaky: a bound that holds holds on every run."""
 
@@ -464,6 +464,7 @@ with ow.Graph().as_default():
         ow.random_uniform([100001], minval=-7, maxval=2**40, dtype=ow.int64),
         ow.random_shuffle(np.arange(400000).reshape(100000, 4)),
         ow.multinomial(np.random.default_rng(0).standard_normal((4000, 30)), 50),
+        ow.nn.dropout(np.ones((1000, 300), np.float32), rate=0.3),
     ]
     with ow.Session(config=config) as s:
         digest = hashlib.sha256()
@@ -483,3 +484,94 @@ def test_the_same_bits_for_one_and_three_intra_op_threads() -> None:
         assert int(used) == threads
         results.append(digest)
     assert results[0] == results[1]
+
+
+# -- dropout ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "keep"), [({"keep_prob": 0.5}, 0.5), ({"rate": 0.25}, 0.75), ({"rate": 0.9}, 0.1)]
+)
+def test_dropout_keeps_the_fraction_and_scales_by_its_inverse(
+    kwargs: dict[str, float], keep: float
+) -> None:
+    with ow.Graph().as_default():
+        y = _run(ow.nn.dropout(np.full((100, 100), 3.0, np.float32), seed=1, **kwargs))
+    assert np.all((y == 0) | np.isclose(y, 3.0 / keep, rtol=1e-6))
+    kept = float(np.mean(y != 0))
+    assert abs(kept - keep) < 5 * math.sqrt(keep * (1 - keep) / y.size)
+
+
+def test_dropout_with_keep_prob_one_returns_x_itself() -> None:
+    with ow.Graph().as_default():
+        x = ow.placeholder(ow.float32, [3])
+        assert ow.nn.dropout(x, keep_prob=1.0) is x
+        assert ow.nn.dropout(x, rate=0) is x
+
+
+def test_dropout_keep_prob_may_be_fed() -> None:
+    with ow.Graph().as_default():
+        x = np.arange(1, 2001, dtype=np.float64)
+        keep = ow.placeholder(ow.float64, [])
+        y = ow.nn.dropout(x, keep_prob=keep, seed=2)
+        assert y.shape.as_list() == [2000]
+        with ow.Session() as s:
+            np.testing.assert_array_equal(s.run(y, {keep: 1.0}), x)
+            half = s.run(y, {keep: 0.5})
+    assert np.all((half == 0) | (half == 2 * x))
+    assert 0.4 < np.mean(half != 0) < 0.6
+
+
+def test_dropout_noise_shape_broadcasts_decisions() -> None:
+    with ow.Graph().as_default():
+        x = ow.placeholder(ow.float32, [50, 8])
+        rows = ow.nn.dropout(x, rate=0.5, noise_shape=[50, 1], seed=3)
+        cols = ow.nn.dropout(x, rate=0.5, noise_shape=[None, 1], seed=3)
+        with ow.Session() as s:
+            a, b = s.run([rows, cols], {x: np.ones((50, 8), np.float32)})
+    for y in (a, b):
+        assert np.all((y == 0).all(axis=1) | (y == 2).all(axis=1))
+        assert 0 < np.mean(y[:, 0] == 0) < 1
+    np.testing.assert_array_equal(a, b)  # the same seed and noise shape: the same mask
+    with ow.Graph().as_default(), pytest.raises(ValueError, match="partially known"):
+        ow.nn.dropout(ow.placeholder(ow.float32, [None, 8]), rate=0.5, noise_shape=[None, 1])
+
+
+def test_dropout_gradient_is_the_mask_times_the_scale() -> None:
+    with ow.Graph().as_default():
+        x = ow.placeholder(ow.float32, [400])
+        w = np.linspace(-1, 1, 400).astype(np.float32)
+        y = ow.nn.dropout(x, keep_prob=0.8, seed=4)
+        (g,) = ow.gradients(ow.reduce_sum(y * w), [x])
+        with ow.Session() as s:
+            out, grad = s.run([y, g], {x: np.ones(400, np.float32)})
+    np.testing.assert_allclose(grad, np.where(out != 0, w / 0.8, 0.0), rtol=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"keep_prob": 0.5, "rate": 0.5}, "Cannot specify both"),
+        ({}, "must be provided"),
+        ({"keep_prob": 0.0}, r"range \[0, 1\)"),
+        ({"rate": 1.5}, r"range \[0, 1\)"),
+        ({"rate": -0.1}, r"range \[0, 1\)"),
+        ({"keep_prob": "a"}, "keep_prob"),
+        ({"rate": True}, "rate"),
+        ({"rate": np.array([0.5, 0.5])}, "rate"),
+    ],
+)
+def test_dropout_argument_errors(kwargs: dict[str, Any], message: str) -> None:
+    with ow.Graph().as_default(), pytest.raises(ValueError, match=message):
+        ow.nn.dropout(ow.placeholder(ow.float32, [3]), **kwargs)
+
+
+def test_dropout_needs_floats_and_a_scalar_rate() -> None:
+    with ow.Graph().as_default():
+        with pytest.raises(ValueError, match="floating point"):
+            ow.nn.dropout([1, 2], rate=0.5)
+        with pytest.raises(ValueError, match="scalar"):
+            ow.nn.dropout([1.0, 2.0], rate=ow.placeholder(ow.float32, [2]))
+        half = ow.nn.dropout(np.ones(8, np.float16), rate=ow.constant(0.5, ow.float64), seed=1)
+        assert half.dtype is ow.float16
+        assert set(_run(half).tolist()) <= {0.0, 2.0}

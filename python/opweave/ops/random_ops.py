@@ -1,5 +1,6 @@
-"""Random ops: normal, truncated normal and uniform values, shuffles and categorical samples,
-seeded as in TensorFlow 1 (``tf.random_normal``, ``tf.set_random_seed``, ...).
+"""Random ops: normal, truncated normal and uniform values, shuffles, categorical samples and
+dropout, seeded as in TensorFlow 1 (``tf.random_normal``, ``tf.set_random_seed``,
+``tf.nn.dropout``, ...).
 
 Seeds follow TensorFlow 1's rules (:func:`get_seed`): a graph-level seed
 (:func:`set_random_seed`) and an op-level ``seed`` combine into the op's two seed attributes, so
@@ -28,6 +29,7 @@ True
 
 from __future__ import annotations
 
+import numbers
 from typing import Any
 
 import numpy as np
@@ -37,7 +39,9 @@ from ..framework import Shape, Tensor, get_default_graph, name_scope
 from ..tensor_shape import TensorShape
 from . import _checks
 from ._op_def import Attr, OpDef, ShapeContext, convert_to_tensor, same_shape
-from .math_ops import add, multiply, subtract
+from .array_ops import cast
+from .array_ops import shape as shape_of
+from .math_ops import add, greater_equal, multiply, realdiv, select_v2, subtract
 
 __all__ = [
     "get_seed",
@@ -517,3 +521,145 @@ def categorical(
     """
     with name_scope(_checks.check_name(name, "categorical")):
         return _multinomial_impl(logits, num_samples, dtype, seed)
+
+
+# -- dropout -------------------------------------------------------------------------------------
+
+
+def dropout(
+    x: TensorLike,
+    keep_prob: Any = None,
+    noise_shape: Any = None,
+    seed: int | None = None,
+    name: str | None = None,
+    rate: Any = None,
+) -> Tensor:
+    """``tf.nn.dropout`` of TensorFlow 1: each element of ``x`` is zeroed with probability
+    ``rate`` (``= 1 - keep_prob``), the others scaled by ``1 / (1 - rate)``, so the expected sum
+    is unchanged.
+
+    Give exactly one of ``keep_prob`` (TensorFlow 1's argument) and ``rate``; either may be a
+    Python number or a scalar tensor (a placeholder, to switch dropout off at evaluation). A
+    Python ``keep_prob`` of 1 (``rate`` 0) returns ``x`` itself. The mask is drawn once per run;
+    the gradient is the incoming gradient where the mask keeps, times the scale.
+
+    Parameters
+    ----------
+    x : floating tensor
+    keep_prob : float or scalar tensor, optional
+        Probability of keeping each element, in ``(0, 1]``.
+    noise_shape : 1-D integer tensor or list, optional
+        The shape of the random keep/drop mask, broadcast against ``x``: a dimension of 1 makes
+        the same decision along that dimension (``[k, 1, 1, n]`` drops whole feature maps). A
+        ``None`` dimension takes ``x``'s size.
+    seed : int, optional
+        The op-level seed (see :func:`get_seed`).
+    name : str, optional
+    rate : float or scalar tensor, optional
+        Probability of dropping each element, in ``[0, 1)``.
+
+    Raises
+    ------
+    ValueError
+        Both or neither of ``keep_prob`` / ``rate``; a Python rate outside ``[0, 1)``; a
+        non-floating ``x``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import opweave as ow
+    >>> with ow.Graph().as_default(), ow.Session() as s:
+    ...     y = s.run(ow.nn.dropout(np.ones(1000, np.float32), keep_prob=0.5, seed=1))
+    >>> sorted(set(y.tolist()))
+    [0.0, 2.0]
+    """
+    try:
+        rate_from_keep_prob = 1.0 - keep_prob if keep_prob is not None else None
+    except TypeError:
+        raise ValueError(
+            "`keep_prob` must be a floating point number or Tensor. Received: "
+            f"keep_prob={_checks._short(keep_prob)}"
+        ) from None
+    if keep_prob is not None and rate is not None:
+        raise ValueError("Cannot specify both 'keep_prob' and 'rate'.")
+    if rate is None:
+        rate = rate_from_keep_prob
+    if rate is None:
+        raise ValueError("`rate` must be provided. Received: rate=None")
+    return _dropout(x, rate, noise_shape, seed, name)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
+
+
+def _dropout(x: Any, rate: Any, noise_shape: Any, seed: int | None, name: str | None) -> Tensor:
+    with name_scope(_checks.check_name(name, "dropout")) as scope:
+        number = _is_number(rate)
+        if number and not 0 <= rate < 1:
+            raise ValueError(
+                f"`rate` must be a scalar tensor or a float in the range [0, 1). Received: "
+                f"rate={rate}"
+            )
+        x = convert_to_tensor(x, name="x")
+        if not x.dtype.is_floating:
+            raise ValueError(
+                "`x.dtype` must be a floating point tensor as `x` will be scaled. Received: "
+                f"x_dtype={x.dtype.name}"
+            )
+        if number and rate == 0:
+            return x  # type: ignore[no-any-return]
+        if number:
+            scale = convert_to_tensor(1.0 / (1.0 - float(rate)), dtype=x.dtype)
+            kept = multiply(x, scale)
+        elif isinstance(rate, Tensor) or hasattr(rate, "_as_tensor"):
+            rate = convert_to_tensor(rate)
+            if rate._shape is not None and len(rate._shape) != 0:
+                raise ValueError(
+                    f"`rate` must be a scalar tensor, got shape {rate.shape} ({rate.name})"
+                )
+            if rate.dtype is not x.dtype:
+                if not rate.dtype.is_floating:
+                    raise ValueError(
+                        "`x.dtype` must be compatible with `rate.dtype`. Received: "
+                        f"x.dtype={x.dtype.name} and rate.dtype={rate.dtype.name}"
+                    )
+                rate = cast(rate, x.dtype, name="rate")
+            one = convert_to_tensor(1, dtype=x.dtype)
+            kept = realdiv(x, subtract(one, rate))
+        else:
+            raise ValueError(
+                f"`rate` must be a scalar or scalar tensor. Received: rate={_checks._short(rate)}"
+            )
+        random_tensor = random_uniform(_noise_shape(x, noise_shape), seed=seed, dtype=x.dtype)
+        keep = greater_equal(random_tensor, rate)
+        zero = convert_to_tensor(0, dtype=x.dtype)
+        out: Tensor = select_v2(keep, kept, zero, name=scope)
+        out.set_shape(x.shape)
+        return out
+
+
+def _noise_shape(x: Tensor, noise_shape: Any) -> Any:
+    """TensorFlow's ``_get_noise_shape``: ``shape(x)`` by default; a static noise shape of
+    ``x``'s rank takes ``x``'s known sizes where it says None."""
+    if noise_shape is None:
+        return shape_of(x)
+    if isinstance(noise_shape, Tensor) or hasattr(noise_shape, "_as_tensor"):
+        return noise_shape
+    if isinstance(noise_shape, TensorShape):
+        dims: list[Any] = noise_shape.as_list() if noise_shape.ndims is not None else []
+    elif isinstance(noise_shape, (list, tuple)):
+        dims = list(noise_shape)
+    else:
+        return noise_shape  # an array, or something the op will reject
+    if not any(d is None or hasattr(d, "value") for d in dims):
+        return noise_shape
+    dims = [getattr(d, "value", d) for d in dims]
+    if x._shape is not None and len(x._shape) == len(dims):
+        dims = [xd if d is None else d for d, xd in zip(dims, x._shape, strict=True)]
+    if any(d is None for d in dims):
+        raise ValueError(
+            f"Cannot convert a partially known noise_shape {dims} to a Tensor (x has shape "
+            f"{x.shape})."
+        )
+    return dims
