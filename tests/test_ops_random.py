@@ -1,8 +1,9 @@
-"""The random ops and dropout: one row per op (for the coverage and hostile
+"""The random ops, dropout and the initializers: one row per op (for the coverage and hostile
 walks; random values have no NumPy reference, so each row checks shape, dtype and seeding), then
 their distributions against generous but meaningful bounds (mean, spread, Kolmogorov-Smirnov
 distance, chi-square of frequencies), TensorFlow 1's seed rules, the same bits for 1 and 3
-intra-op threads (fresh processes), and dropout's scaling, arguments and gradient.
+intra-op threads (fresh processes), dropout's scaling, arguments and gradient, and the
+initializers' statistics and fans.
 
 Every check uses fixed seeds, so none is flaky: a bound that holds holds on every run."""
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import doctest
 import importlib
+import json
 import math
 from collections.abc import Callable
 from typing import Any
@@ -20,6 +22,7 @@ import pytest
 from _subprocess import run_python
 from op_testing import OpCase, fixed
 from opweave import errors
+from opweave.ops import init_ops
 
 # -- one row per op --------------------------------------------------------------------------
 
@@ -152,10 +155,12 @@ def test_random_ops_are_stateful_not_differentiable_and_not_offered_eagerly() ->
 
 
 def test_docstring_examples_hold() -> None:
-    for module in ["opweave.ops.random_ops", "opweave.random"]:
+    for module in ["opweave.ops.random_ops", "opweave.ops.init_ops", "opweave.random"]:
         result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
         assert result.attempted > 0, module
         assert result.failed == 0, module
+    result = doctest.testmod(importlib.import_module("opweave.initializers"))
+    assert result.failed == 0
 
 
 # -- distributions ---------------------------------------------------------------------------
@@ -215,7 +220,7 @@ def test_truncated_normal_stays_within_two_stddev_with_the_truncated_spread(
     else:
         assert np.all(np.abs(z) < 2.0)
     assert abs(z.mean()) < 5 / math.sqrt(n)
-    assert abs(z.std() - 0.87962566103423978) < 0.02
+    assert abs(z.std() - init_ops.TRUNCATED_STDDEV) < 0.02
     mass = _normal_cdf(np.array([2.0]))[0] - _normal_cdf(np.array([-2.0]))[0]
 
     def truncated_cdf(v: np.ndarray) -> np.ndarray:
@@ -575,3 +580,196 @@ def test_dropout_needs_floats_and_a_scalar_rate() -> None:
         half = ow.nn.dropout(np.ones(8, np.float16), rate=ow.constant(0.5, ow.float64), seed=1)
         assert half.dtype is ow.float16
         assert set(_run(half).tolist()) <= {0.0, 2.0}
+
+
+# -- initializers ----------------------------------------------------------------------------
+
+
+def test_constant_zeros_and_ones_initializers() -> None:
+    with ow.Graph().as_default():
+        z = ow.zeros_initializer()([2, 3], ow.int32)
+        o = ow.ones_initializer(dtype=ow.float64)(ow.TensorShape([2]))
+        c = ow.constant_initializer([1, 2, 3, 4])([2, 3])
+        scalar = ow.constant_initializer(7)([2, 2], ow.int64)
+        zv, ov, cv, sv = _run([z, o, c, scalar])
+        with pytest.raises(ValueError, match=r"Too many elements provided\. Needed at most 2"):
+            ow.constant_initializer([1, 2, 3])([2])
+        with pytest.raises(TypeError, match="Expected Tensor's shape"):
+            ow.constant_initializer([1.0, 2.0], verify_shape=True)([1, 2])
+        with pytest.raises(TypeError, match="Expected int32"):
+            ow.constant_initializer(2.5)([2], ow.int32)
+        with pytest.raises(TypeError, match="Invalid type for initial value"):
+            ow.constant_initializer({"a": 1})
+    assert zv.dtype == np.int32
+    assert zv.tolist() == [[0] * 3] * 2
+    assert ov.dtype == np.float64
+    assert ov.tolist() == [1.0, 1.0]
+    assert cv.dtype == np.float32
+    assert cv.tolist() == [[1, 2, 3], [4, 4, 4]]
+    assert sv.dtype == np.int64
+    assert sv.tolist() == [[7, 7], [7, 7]]
+
+
+def test_fans_of_vectors_matrices_and_convolution_kernels() -> None:
+    fans = init_ops._compute_fans
+    assert fans([]) == (1, 1)
+    assert fans([5]) == (5, 5)
+    assert fans([3, 4]) == (3, 4)
+    assert fans([3, 3, 16, 32]) == (144, 288)  # 3x3 receptive field
+    assert fans([5, 8, 4]) == (40, 20)
+
+
+def _stats(init: Any, shape: list[int], partition_info: Any = None) -> np.ndarray:
+    with ow.Graph().as_default():
+        return _run(init(shape, partition_info=partition_info))  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize(
+    ("mode", "n"), [("fan_in", 3 * 3 * 64), ("fan_out", 3 * 3 * 32), ("fan_avg", 3 * 3 * 48)]
+)
+def test_variance_scaling_modes_and_distributions(mode: str, n: int) -> None:
+    shape = [3, 3, 64, 32]
+    uniform = _stats(ow.variance_scaling_initializer(2.0, mode, "uniform", seed=1), shape)
+    limit = math.sqrt(3.0 * 2.0 / n)
+    assert np.all(np.abs(uniform) <= limit)
+    assert np.abs(uniform).max() > 0.99 * limit
+    truncated = _stats(ow.variance_scaling_initializer(2.0, mode, seed=1), shape)
+    target = math.sqrt(2.0 / n)
+    assert abs(truncated.std() / target - 1) < 0.03  # the truncation correction holds
+    assert np.all(np.abs(truncated) < 2 * target / init_ops.TRUNCATED_STDDEV)
+    plain = _stats(ow.variance_scaling_initializer(2.0, mode, "untruncated_normal", seed=1), shape)
+    assert abs(plain.std() / target - 1) < 0.03
+    assert np.abs(plain).max() > 2 * target / init_ops.TRUNCATED_STDDEV
+
+
+def test_variance_scaling_normal_is_tensorflow_1s_alias_of_truncated_normal() -> None:
+    a = _stats(ow.variance_scaling_initializer(distribution="normal", seed=3), [30, 20])
+    b = _stats(ow.variance_scaling_initializer(distribution="truncated_normal", seed=3), [30, 20])
+    np.testing.assert_array_equal(a, b)
+
+
+def test_variance_scaling_arguments_are_checked() -> None:
+    for kwargs, what in [
+        ({"scale": 0.0}, "scale"),
+        ({"mode": "fan"}, "mode"),
+        ({"distribution": "cauchy"}, "distribution"),
+    ]:
+        with pytest.raises(ValueError, match=what):
+            ow.variance_scaling_initializer(**kwargs)
+    with pytest.raises(ValueError, match="floating point"):
+        ow.variance_scaling_initializer(dtype=ow.int32)
+    with pytest.raises(ValueError, match="floating point"):
+        ow.random_normal_initializer(dtype=ow.int64)
+
+
+def test_glorot_initializers_and_partitioned_fans() -> None:
+    u = _stats(ow.glorot_uniform_initializer(seed=2), [200, 100])
+    limit = math.sqrt(6.0 / 300)
+    assert np.all(np.abs(u) <= limit)
+    assert abs(u.std() - limit / math.sqrt(3)) < 0.02 * limit
+    nrm = _stats(ow.glorot_normal_initializer(seed=2), [200, 100])
+    assert abs(nrm.std() / math.sqrt(2.0 / 300) - 1) < 0.03
+
+    class Partition:
+        full_shape = (200, 100)
+        var_offset = (100, 0)
+
+    part = _stats(ow.glorot_uniform_initializer(seed=2), [100, 100], Partition())
+    assert part.shape == (100, 100)
+    assert np.abs(part).max() <= limit
+    assert np.abs(part).max() > 0.99 * limit
+
+
+def test_random_initializers_use_their_arguments_and_seeds() -> None:
+    n = _stats(ow.random_normal_initializer(1.0, 0.5, seed=4), [10000])
+    assert abs(n.mean() - 1.0) < 0.03
+    assert abs(n.std() - 0.5) < 0.02
+    t = _stats(ow.truncated_normal_initializer(stddev=0.1, seed=4), [10000])
+    assert np.abs(t).max() < 0.2
+    u = _stats(ow.random_uniform_initializer(-0.5, 0.5, seed=4), [10000])
+    assert u.min() >= -0.5
+    assert u.max() < 0.5
+    assert u.min() < -0.49
+    ints = _stats(
+        lambda s, partition_info: ow.random_uniform_initializer(0, 3, dtype=ow.int32)(s), [100]
+    )
+    assert set(ints.tolist()) == {0, 1, 2}
+    np.testing.assert_array_equal(
+        n, _stats(ow.random_normal_initializer(1.0, 0.5, seed=4), [10000])
+    )
+    uu = _stats(ow.uniform_unit_scaling_initializer(seed=1), [300, 10])
+    assert np.abs(uu).max() < math.sqrt(3 / 300)
+
+
+@pytest.mark.parametrize("shape", [[6, 6], [3, 8], [8, 3], [2, 3, 5]])
+def test_orthogonal_initializer_gives_orthonormal_rows_or_columns(shape: list[int]) -> None:
+    q = _stats(ow.orthogonal_initializer(gain=2.0, seed=5), shape)
+    assert list(q.shape) == shape
+    flat = q.reshape(-1, shape[-1]) / 2.0
+    small = flat.T @ flat if flat.shape[0] >= flat.shape[1] else flat @ flat.T
+    np.testing.assert_allclose(small, np.eye(small.shape[0]), atol=1e-5)
+    with pytest.raises(ValueError, match="two-dimensional"):
+        ow.orthogonal_initializer()([4])
+
+
+def test_identity_initializer_and_its_partitions() -> None:
+    init = ow.initializers.identity(gain=3.0)
+    np.testing.assert_array_equal(_stats(init, [2, 3]), 3.0 * np.eye(2, 3))
+
+    class Partition:
+        full_shape = (4, 4)
+        var_offset = (2, 0)
+
+    np.testing.assert_array_equal(_stats(init, [2, 4], Partition()), 3.0 * np.eye(4)[2:])
+
+
+def test_initializer_configs_round_trip_and_namespaces() -> None:
+    for init in [
+        ow.zeros_initializer(),
+        ow.constant_initializer(3.0),
+        ow.random_uniform_initializer(-1.0, 1.0, seed=2),
+        ow.truncated_normal_initializer(0.0, 0.1, seed=3),
+        ow.variance_scaling_initializer(2.0, "fan_out", "uniform", seed=4),
+        ow.glorot_uniform_initializer(seed=5),
+        ow.orthogonal_initializer(seed=6),
+    ]:
+        again = type(init).from_config(init.get_config())
+        assert again.get_config() == init.get_config()
+        json.dumps(init.get_config())
+    assert ow.initializers.glorot_uniform is ow.glorot_uniform_initializer
+    he = ow.initializers.he_normal(seed=1)
+    assert (he.scale, he.mode, he.distribution) == (2.0, "fan_in", "truncated_normal")
+    lecun = ow.initializers.lecun_uniform()
+    assert (lecun.scale, lecun.mode, lecun.distribution) == (1.0, "fan_in", "uniform")
+    target = getattr(ow, "global_variables_initializer", None)
+    if target is None:
+        with pytest.raises(AttributeError):
+            ow.initializers.global_variables  # noqa: B018
+    else:
+        assert ow.initializers.global_variables is target
+
+
+def test_tensorflow_1_names_are_available() -> None:
+    import opweave.compat.v1 as tf
+
+    for name in [
+        "random_normal",
+        "truncated_normal",
+        "random_uniform",
+        "random_shuffle",
+        "multinomial",
+        "set_random_seed",
+        "get_seed",
+        "zeros_initializer",
+        "glorot_uniform_initializer",
+        "variance_scaling_initializer",
+    ]:
+        assert getattr(tf, name) is getattr(ow, name), name
+    assert tf.random.normal is ow.random_normal
+    assert tf.random.uniform is ow.random_uniform
+    assert tf.random.shuffle is ow.random_shuffle
+    assert tf.random.truncated_normal is ow.truncated_normal
+    assert tf.random.set_random_seed is ow.set_random_seed
+    assert tf.nn.dropout is ow.nn.dropout
+    assert "dropout" in ow.nn.__all__
+    assert tf.initializers.zeros is ow.zeros_initializer

@@ -30,6 +30,7 @@ from . import (
     config,
     errors,
     flags,
+    initializers,
     kernels,
     models,
     nn,
@@ -85,6 +86,7 @@ from .ops import REGISTRY as _OP_REGISTRY  # noqa: F401  (every op is defined on
 from .ops import executing_eagerly, gradients
 from .ops.array_ops import *  # noqa: F403
 from .ops.control_flow_ops import *  # noqa: F403
+from .ops.init_ops import *  # noqa: F403
 from .ops.math_ops import *  # noqa: F403
 from .ops.nn_ops import relu
 from .ops.random_ops import *  # noqa: F403
@@ -155,8 +157,9 @@ __all__ += ["executing_eagerly", "gradients", "relu"]
 __all__ += ops.array_ops.__all__
 __all__ += ops.control_flow_ops.__all__
 __all__ += ops.math_ops.__all__
+__all__ += ops.init_ops.__all__
 __all__ += ops.random_ops.__all__
-__all__ += ["random"]
+__all__ += ["initializers", "random"]
 __all__ += ops.script_ops.__all__
 
 # At interpreter exit (after non-daemon threads were joined, before finalization starts): refuse
