@@ -149,9 +149,12 @@ void register_graph(py::module_& m) {
             d.control_inputs = control_inputs;
             for (const auto& [k, v] : attrs) {
               const std::string key = k.cast<std::string>();
-              // An empty list carries no element type: Tout is always a list of dtypes.
-              d.attrs[key] = key == "Tout" ? AttrValue{v.cast<std::vector<DType>>()}
-                                           : node_attr_from_python(v);
+              // An empty list carries no element type: a list called Tout (PyFunc's) is always a
+              // list of dtypes. A single dtype called Tout (RandomUniformInt's) is a dtype.
+              const bool dtype_list =
+                  key == "Tout" && (py::isinstance<py::list>(v) || py::isinstance<py::tuple>(v));
+              d.attrs[key] =
+                  dtype_list ? AttrValue{v.cast<std::vector<DType>>()} : node_attr_from_python(v);
             }
             d.device = device;
             d.num_outputs = num_outputs;
