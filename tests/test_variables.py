@@ -472,3 +472,15 @@ def test_compat_v1_exposes_the_same_api() -> None:
     assert tf.get_variable is ow.get_variable
     assert tf.train.AdamOptimizer is ow.train.AdamOptimizer
     assert tf.GraphKeys.GLOBAL_VARIABLES == "variables"
+
+
+def test_default_initializer_of_float_variables_is_glorot_uniform() -> None:
+    with ow.Graph().as_default():
+        ow.set_random_seed(3)
+        w = ow.get_variable("w", [30, 40])
+        with ow.Session() as s:
+            s.run(w.initializer)
+            value = s.run(w)
+    limit = np.sqrt(6.0 / (30 + 40))
+    assert np.abs(value).max() <= limit
+    assert value.std() == pytest.approx(limit / np.sqrt(3), rel=0.1)  # uniform's spread
