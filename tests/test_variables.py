@@ -504,3 +504,14 @@ def test_variables_in_lists_control_dependencies_and_list_ops() -> None:
             assert got[1].tolist() == [[1.0, 2.0], [1.0, 2.0]]
             assert got[2].tolist() == [1.0, 2.0, 1.0, 2.0]
             assert got[3].tolist() == [2.0, 4.0]
+
+
+def test_variable_nodes_with_one_shared_name_share_the_value() -> None:
+    with ow.Graph().as_default():
+        a = ow.ops.state_ops.variable_op_v2([2], ow.float32, name="a", shared_name="shared")
+        b = ow.ops.state_ops.variable_op_v2([2], ow.float32, name="b", shared_name="shared")
+        c = ow.ops.state_ops.variable_op_v2([2], ow.float32, name="c")
+        with ow.Session() as s:
+            s.run(ow.assign(a, [1.0, 2.0]))
+            assert s.run(b).tolist() == [1.0, 2.0]
+            assert not s.run(ow.is_variable_initialized(c))

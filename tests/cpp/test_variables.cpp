@@ -294,6 +294,15 @@ OPWEAVE_TEST(concurrent_runs_of_assign_add_with_use_locking_count_exactly) {
   const std::vector<Tensor> out = exec.run(fetch);
   OPWEAVE_CHECK_EQ(out[0].data<float>()[n - 1], 200.0f);
   OPWEAVE_CHECK_EQ(out[1].data<float>()[0], 200.0f);
+  // The session's variables, as a checkpoint writer lists them.
+  int listed = 0;
+  exec.state().for_each<Variable>([&](const std::string& key, Variable& var) {
+    ++listed;
+    OPWEAVE_CHECK_EQ(key, std::string("variable:counter"));
+    OPWEAVE_CHECK_EQ(var.read(nullptr).data<float>()[7], 200.0f);
+  });
+  OPWEAVE_CHECK_EQ(listed, 1);
+  OPWEAVE_CHECK(exec.state().find<Variable>(variable_key("", "", "counter")) != nullptr);
 
   Executor other(graph);  // another session: its own, uninitialized variable
   try {
