@@ -7,5 +7,8 @@ True
 
 from __future__ import annotations
 
+from .ops import nn_losses, nn_ops
+from .ops.nn_losses import *  # noqa: F403
 from .ops.nn_ops import *  # noqa: F403
-from .ops.nn_ops import __all__  # noqa: F401
+
+__all__ = sorted(nn_ops.__all__ + nn_losses.__all__)
