@@ -25,7 +25,12 @@ using kernel_detail::pool_threads;
 template <typename T>
 nn_loops::Table<T> select_table() {
 #if defined(OPWEAVE_X86_64)
-  if (isa_flags().can_run_avx2_files()) {
+  const IsaFlags isa = isa_flags();
+  if (isa.can_run_avx512_files()) {
+    if constexpr (std::is_same_v<T, float>) return nn_loops::table_avx512_f32();
+    if constexpr (std::is_same_v<T, double>) return nn_loops::table_avx512_f64();
+  }
+  if (isa.can_run_avx2_files()) {
     if constexpr (std::is_same_v<T, float>) return nn_loops::table_avx2_f32();
     if constexpr (std::is_same_v<T, double>) return nn_loops::table_avx2_f64();
   }
