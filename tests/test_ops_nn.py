@@ -872,3 +872,24 @@ def test_leaky_relu_casts_integers_to_float32() -> None:
         y = ow.nn.leaky_relu(ow.constant([-2, 3]), alpha=np.array(0.5))
         assert y.dtype == ow.float32
         np.testing.assert_array_equal(_run(y), [-1.0, 3.0])
+
+
+@pytest.mark.parametrize("keep", [False, True])
+def test_moments_are_tensorflows_mean_and_population_variance(keep: bool) -> None:
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((3, 4, 5))
+    with ow.Graph().as_default():
+        t = ow.constant(x)
+        mean, variance = ow.nn.moments(t, axes=[0, 2], keep_dims=keep)
+        assert mean.shape.as_list() == ([1, 4, 1] if keep else [4])
+        (g,) = ow.gradients(ow.reduce_sum(variance), [t])
+        got_mean, got_var, got_g = _run([mean, variance, g])
+    np.testing.assert_allclose(got_mean, x.mean(axis=(0, 2), keepdims=keep), rtol=1e-12)
+    np.testing.assert_allclose(got_var, x.var(axis=(0, 2), keepdims=keep), rtol=1e-12)
+    # d/dx of mean((x - m)^2) = 2 (x - m) / n: the stop_gradient on the mean changes nothing.
+    np.testing.assert_allclose(got_g, 2 * (x - x.mean(axis=(0, 2), keepdims=True)) / 15)
+    half_mean, half_var = ow.kernels.moments(x.astype(np.float16), [0], keepdims=True)
+    assert half_mean.dtype == np.float16
+    np.testing.assert_allclose(
+        half_var, x.astype(np.float16).astype(np.float32).var(0, keepdims=True), rtol=2e-3
+    )

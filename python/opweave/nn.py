@@ -12,4 +12,4 @@ from .ops.nn_losses import *  # noqa: F403
 from .ops.nn_ops import *  # noqa: F403
 from .ops.random_ops import dropout
 
-__all__ = sorted([*nn_ops.__all__, *nn_losses.__all__, "dropout"])
+__all__ = [*nn_ops.__all__, *nn_losses.__all__, "dropout"]

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ..dtypes import FLOATS, INDEX, NUMBERS, REALS, float32
+from ..dtypes import FLOATS, INDEX, NUMBERS, REALS, float16, float32
 from ..framework import Operation, Shape, Tensor
 from . import _checks
 from ._op_def import (
@@ -39,7 +39,9 @@ from .array_ops import (
     reshape,
     shape,
     size,
+    squeeze,
     stack,
+    stop_gradient,
     tile,
     unsorted_segment_sum,
     zeros_like,
@@ -53,8 +55,10 @@ from .math_ops import (
     negative,
     per_output_element,
     realdiv,
+    reduce_mean,
     select_v2,
     sigmoid,
+    subtract,
     tanh,
 )
 from .math_ops import range as range_
@@ -66,6 +70,7 @@ __all__ = [
     "in_top_k",
     "leaky_relu",
     "log_sigmoid",
+    "moments",
     "relu",
     "relu6",
     "selu",
@@ -621,6 +626,57 @@ def in_top_k(
     [False False]
     """
     return _IN_TOP_K(predictions, targets, k, name=name or "in_top_k")  # type: ignore[no-any-return]
+
+
+# -- normalization -------------------------------------------------------------------------------
+
+
+@public
+def moments(
+    x: TensorLike,
+    axes: Any,
+    shift: Any = None,
+    name: str | None = None,
+    keep_dims: bool | None = None,
+    keepdims: bool | None = None,
+) -> tuple[Tensor, Tensor]:
+    """The mean and the (population) variance of ``x`` over ``axes``.
+
+    As TensorFlow: the mean is ``reduce_mean(x, axes)``, the variance the mean of the squared
+    differences from it (the mean behind ``stop_gradient`` there, which leaves the gradient
+    unchanged); float16 is computed in float32. ``shift`` is accepted and unused, as in
+    TensorFlow; ``keep_dims`` is the older name of ``keepdims``.
+
+    Returns
+    -------
+    (mean, variance)
+
+    Examples
+    --------
+    >>> import opweave as ow
+    >>> with ow.Graph().as_default(), ow.Session() as s:
+    ...     print(s.run(ow.nn.moments(ow.constant([[1.0, 2.0], [3.0, 6.0]]), axes=[0])))
+    (array([2., 4.], dtype=float32), array([1., 4.], dtype=float32))
+    """
+    if keep_dims is not None and keepdims is not None:
+        raise ValueError("Cannot specify both 'keepdims' and 'keep_dims'")
+    keep = keepdims if keepdims is not None else keep_dims
+    keep = False if keep is None else _checks.check_bool(keep, "keepdims", op="moments")
+    _checks.check_name(name, "moments")
+    if not isinstance(axes, (Tensor, np.ndarray)):
+        axes = _checks.check_int_list(axes, "axes", op="moments")
+    t = convert_to_tensor(x)
+    half = _dtype_of(t) is float16
+    y = cast(t, float32) if half else t
+    mean = reduce_mean(y, axes, keepdims=True)
+    # (y - mean)^2 as a product: math's squared_difference is not used here.
+    d = subtract(y, stop_gradient(mean))
+    variance = reduce_mean(multiply(d, d), axes, keepdims=True)
+    if not keep:
+        mean, variance = squeeze(mean, axes), squeeze(variance, axes)
+    if half:
+        mean, variance = cast(mean, float16), cast(variance, float16)
+    return mean, variance
 
 
 # -- embedding_lookup ----------------------------------------------------------------------------
