@@ -1,7 +1,8 @@
 """Kernel benchmark: opweave vs NumPy (OpenBLAS) vs PyTorch, same work, same process.
 
 Matmul GFLOP/s for n in 256..2048 (float32, float64) and sum GB/s over 1 MiB / 16 MiB / 256 MiB
-arrays and along each axis of a 4096 x 4096 float32 array, with 1 and 2 threads. Peers are pinned
+arrays and along each axis of a 4096 x 4096 float32 array, data movement (--only array) and the
+softmax family and bias_add (--only nn), with 1 and 2 threads. Peers are pinned
 to the same thread count (threadpoolctl for OpenBLAS, torch.set_num_threads for PyTorch); opweave
 runs on a private pool of that size. Implementations are interleaved, round after round; each turn
 is a short loop of calls, as a user calling the function repeatedly runs it: warm-up calls (the
@@ -327,6 +328,114 @@ def bench_array(threads_list: list[int], reps: int, big: bool) -> list[tuple[Any
     return rows
 
 
+NnCase = tuple[str, int, Callable[[int], Any], Callable[[], Any], Callable[[], Any] | None]
+
+
+def _nn_cases(mib: int, rng: np.random.Generator) -> list[NnCase]:
+    """(label, bytes read, opweave(threads), numpy(), torch() or None) on float32 inputs of about
+    ``mib`` MiB: logits in rows of 1000 classes, bias_add over 1024 channels last or 64 channels
+    in dimension 1. NumPy computes the usual stable composition (x - max, exp, sum, divide; the
+    log-sum-exp for the log forms), as one writes it without a fused kernel."""
+    n = mib * (1 << 20) // 4
+    x = rng.standard_normal((n // 1000, 1000), dtype=np.float32)
+    ex = np.exp(x - x.max(-1, keepdims=True))
+    z = (ex / ex.sum(-1, keepdims=True)).astype(np.float32)  # soft labels
+    labels = rng.integers(0, 1000, x.shape[0]).astype(np.int32)
+    rows_idx = np.arange(x.shape[0])
+    nhwc = rng.standard_normal((n // 1024, 1024), dtype=np.float32)
+    bias = rng.standard_normal(1024, dtype=np.float32)
+    nchw = rng.standard_normal((n // (64 * 1024), 64, 1024), dtype=np.float32)
+    bias64 = rng.standard_normal(64, dtype=np.float32)
+
+    def np_softmax() -> Any:
+        e = np.exp(x - x.max(-1, keepdims=True))
+        return e / e.sum(-1, keepdims=True)
+
+    def np_log_softmax() -> Any:
+        s = x - x.max(-1, keepdims=True)
+        return s - np.log(np.exp(s).sum(-1, keepdims=True))
+
+    torch_fns: list[Callable[[], Any] | None] = [None] * 6
+    if torch is not None:
+        tx, tz, tl = torch.from_numpy(x), torch.from_numpy(z), torch.from_numpy(labels).long()
+        th, tb = torch.from_numpy(nhwc), torch.from_numpy(bias)
+        tc, tb64 = torch.from_numpy(nchw), torch.from_numpy(bias64)[:, None]
+        xent = torch.nn.functional.cross_entropy
+        torch_fns = [
+            lambda: torch.softmax(tx, -1),
+            lambda: torch.log_softmax(tx, -1),
+            lambda: xent(tx, tz, reduction="none"),
+            lambda: xent(tx, tl, reduction="none"),
+            lambda: th + tb,
+            lambda: tc + tb64,
+        ]
+    cases: list[tuple[str, int, Callable[[int], Any], Callable[[], Any]]] = [
+        (f"softmax {mib} MiB", x.nbytes, lambda t: kernels.softmax(x, _num_threads=t), np_softmax),
+        (
+            f"log_softmax {mib} MiB",
+            x.nbytes,
+            lambda t: kernels.log_softmax(x, _num_threads=t),
+            np_log_softmax,
+        ),
+        (
+            f"softmax xent {mib} MiB",
+            x.nbytes + z.nbytes,
+            lambda t: kernels.softmax_cross_entropy_with_logits_v2(z, x, _num_threads=t),
+            lambda: -(z * np_log_softmax()).sum(-1),
+        ),
+        (
+            f"sparse xent {mib} MiB",
+            x.nbytes,
+            lambda t: kernels.sparse_softmax_cross_entropy_with_logits(
+                labels=labels, logits=x, _num_threads=t
+            ),
+            lambda: -np_log_softmax()[rows_idx, labels],
+        ),
+        (
+            f"bias_add NHWC {mib} MiB",
+            nhwc.nbytes,
+            lambda t: kernels.bias_add(nhwc, bias, _num_threads=t),
+            lambda: nhwc + bias,
+        ),
+        (
+            f"bias_add NCHW {mib} MiB",
+            nchw.nbytes,
+            lambda t: kernels.bias_add(nchw, bias64, data_format="NCHW", _num_threads=t),
+            lambda: nchw + bias64[:, None],
+        ),
+    ]
+    return [(*c, f) for c, f in zip(cases, torch_fns, strict=True)]
+
+
+def bench_nn(threads_list: list[int], reps: int, big: bool) -> list[tuple[Any, ...]]:
+    """Softmax, log_softmax, the softmax and sparse cross-entropies and bias_add on float32 inputs
+    of 1 / 16 / 64 MiB: GB/s of input read, against NumPy's stable compositions and PyTorch's
+    softmax / log_softmax / cross_entropy / +."""
+    rows = []
+    rng = np.random.default_rng(3)
+    for mib in [1, 16, 64] if big else [1, 16]:
+        for label, in_bytes, ours, numpy_fn, torch_fn in _nn_cases(mib, rng):
+            for threads in threads_list:
+                timed: dict[str, Callable[[], Any]] = {
+                    "opweave": lambda f=ours, t=threads: f(t),
+                    "numpy": numpy_fn,
+                }
+                if torch_fn is not None:
+                    timed["torch"] = torch_fn
+                with _Pinned(threads):
+                    med = _interleaved(
+                        timed,
+                        reps,
+                        budget_s=max(1.0, 20 * in_bytes / 5e9),
+                        settle_s=SETTLE_S if threads > 1 else 0.0,
+                    )
+                rows.append(
+                    (label, threads, "GB/s", {k: in_bytes / v / 1e9 for k, v in med.items()})
+                )
+                _print_row(rows[-1])
+    return rows
+
+
 def _print_header() -> None:
     peer = "" if _PEER is None else f"{_PEER[0]:>9}{'ow/' + _PEER[0]:>10}"
     print(
@@ -358,7 +467,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="fewer sizes and repeats")
     parser.add_argument("--reps", type=int, default=15, help="rounds per case (median)")
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
-    parser.add_argument("--only", choices=["matmul", "sum", "array"], default=None)
+    parser.add_argument("--only", choices=["matmul", "sum", "array", "nn"], default=None)
     parser.add_argument(
         "--clock",
         choices=["wall", "thread"],
@@ -413,6 +522,8 @@ def main() -> None:
         bench_sum(args.threads, reps, big=not args.quick)
     if args.only in (None, "array"):
         bench_array(args.threads, reps, big=not args.quick)
+    if args.only in (None, "nn"):
+        bench_nn(args.threads, reps, big=not args.quick)
 
 
 if __name__ == "__main__":

@@ -7,8 +7,9 @@ True
 
 from __future__ import annotations
 
+from .ops import nn_losses, nn_ops
+from .ops.nn_losses import *  # noqa: F403
 from .ops.nn_ops import *  # noqa: F403
-from .ops.nn_ops import __all__
 from .ops.random_ops import dropout
 
-__all__ = [*__all__, "dropout"]
+__all__ = [*nn_ops.__all__, *nn_losses.__all__, "dropout"]
