@@ -7,5 +7,9 @@ True
 
 from __future__ import annotations
 
+from .ops.nn_conv import *  # noqa: F403
+from .ops.nn_conv import __all__ as _conv_all
 from .ops.nn_ops import *  # noqa: F403
-from .ops.nn_ops import __all__  # noqa: F401
+from .ops.nn_ops import __all__
+
+__all__ = [*__all__, *_conv_all]

@@ -17,6 +17,8 @@ void register_elementwise_kernels();
 void register_reduction_kernels();
 void register_matmul_kernels();
 void register_array_kernels();
+void register_conv_kernels();
+void register_pool_kernels();
 
 namespace {
 
@@ -40,6 +42,8 @@ Registry& storage() { return *g_registry; }
   register_reduction_kernels();
   register_matmul_kernels();
   register_array_kernels();
+  register_conv_kernels();
+  register_pool_kernels();
   return true;
 }();
 
