@@ -36,7 +36,7 @@ template <typename T>
 class PatchSource final : public BlockSource<T> {
  public:
   // image: contiguous NHWC data of g's image shape; both must outlive the source.
-  PatchSource(const T* image, const PatchGeometry& g) : image_(image), g_(g) {}
+  PatchSource(const T* image, const PatchGeometry& g);
   void copy(std::int64_t i0, std::int64_t rows, std::int64_t j0, std::int64_t cols, T* dst,
             std::int64_t ld) const override;
   void copy_transposed(std::int64_t i0, std::int64_t rows, std::int64_t j0, std::int64_t cols,
@@ -44,13 +44,17 @@ class PatchSource final : public BlockSource<T> {
   bool rows_are_contiguous() const override { return true; }
 
  private:
-  // Calls run(dst_offset, src or nullptr for zeros, length) for the runs of row r, cols
-  // [j0, j0 + cols).
+  // Calls run(dst_offset, src or nullptr for zeros, length) for the runs of columns
+  // [j0, j0 + cols) of each row i0, i0 + 1, ... (row r's runs get r - i0 first).
   template <typename Run>
-  void for_runs(std::int64_t r, std::int64_t j0, std::int64_t cols, const Run& run) const;
+  void for_runs(std::int64_t i0, std::int64_t rows, std::int64_t j0, std::int64_t cols,
+                const Run& run) const;
 
   const T* image_;
   const PatchGeometry& g_;
+  // Per tap (tap_h * taps_w + tap_w): its offsets, and its element offset in the image.
+  std::vector<std::int64_t> tap_h_, tap_w_, tap_at_;
+  std::int64_t min_h_ = 0, max_h_ = 0, min_w_ = 0, max_w_ = 0;  // extreme offsets
 };
 
 extern template class PatchSource<float>;

@@ -48,6 +48,11 @@ class BlockSource {
   // Whether copy() is the cheap direction (runs of contiguous elements along a row); the GEMM
   // then packs A as rows for micro-kernels that read rows (fn_rows), else as micro-panels.
   virtual bool rows_are_contiguous() const = 0;
+  // Rows [i0, i0 + rows) x cols [j0, j0 + cols) as the GEMM's A micro-panels: panel q (rows
+  // q * mr ...) at dst + q * mr * cols, value (i, p) at [p * mr + i], rows past `rows` zero up to
+  // a multiple of mr. The default copies panel by panel with copy_transposed.
+  virtual void pack_panels(std::int64_t i0, std::int64_t rows, std::int64_t j0, std::int64_t cols,
+                           int mr, T* dst) const;
 };
 
 // A strided matrix as a BlockSource.
@@ -63,6 +68,30 @@ class StridedSource final : public BlockSource<T> {
 
  private:
   StridedMatrix<T> m_;
+};
+
+// The transpose of another source (which must outlive it): its copy is the other's
+// copy_transposed and vice versa.
+template <typename T>
+class TransposedSource final : public BlockSource<T> {
+ public:
+  explicit TransposedSource(const BlockSource<T>& of) : of_(of) {}
+  void copy(std::int64_t i0, std::int64_t rows, std::int64_t j0, std::int64_t cols, T* dst,
+            std::int64_t ld) const override {
+    of_.copy_transposed(j0, cols, i0, rows, dst, ld);
+  }
+  void copy_transposed(std::int64_t i0, std::int64_t rows, std::int64_t j0, std::int64_t cols,
+                       T* dst, std::int64_t ld) const override {
+    of_.copy(j0, cols, i0, rows, dst, ld);
+  }
+  bool rows_are_contiguous() const override { return !of_.rows_are_contiguous(); }
+  // Copies the block from the other source the cheap way (its rows: long runs) into a scratch
+  // buffer, then cuts that into micro-panels of mr contiguous values per column.
+  void pack_panels(std::int64_t i0, std::int64_t rows, std::int64_t j0, std::int64_t cols, int mr,
+                   T* dst) const override;
+
+ private:
+  const BlockSource<T>& of_;
 };
 
 // C[m x n] (row stride ldc) = A[m x k] * B[k x n], each operand read through a BlockSource. The
