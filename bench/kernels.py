@@ -604,7 +604,8 @@ def main() -> None:
         f"# median of up to {reps} interleaved rounds of call loops ({args.clock} clock); "
         "ratio > 1 means opweave is faster"
     )
-    _print_header()
+    if args.only != "conv":
+        _print_header()
     if args.only in (None, "matmul"):
         bench_matmul(sizes, args.threads, reps)
     if args.only in (None, "sum"):
