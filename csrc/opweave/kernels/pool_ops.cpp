@@ -105,43 +105,67 @@ void avg_pool(const T* x, T* y, const PoolDims& d, ThreadPool* pool) {
 // Pieces of (image, block of channels) own disjoint parts of dx.
 constexpr std::int64_t kChannelBlock = 64;
 
-template <typename T>
-void max_pool_grad(const T* x, const T* dy, T* dx, const PoolDims& d, ThreadPool* pool) {
+// The argmax per channel is a select, not a branch (random data would mispredict half of them):
+// `best < v` picks v and its cell, so ties and NaN keep the earlier cell, as TensorFlow's loop.
+// The cell index is kept in the value type C (T when T represents every pixel index exactly), so
+// both selects have one width and the loop vectorises.
+template <typename T, typename C>
+void max_pool_grad_with(const T* x, const T* dy, T* dx, const PoolDims& d, ThreadPool* pool) {
   const std::int64_t c_n = d.channels;
   const std::int64_t blocks = (c_n + kChannelBlock - 1) / kChannelBlock;
-  std::fill(dx, dx + d.batch * d.in_h * d.in_w * c_n, T(0));
+  const std::int64_t pixels = d.in_h * d.in_w;
   parallel_for(
       pool, 0, d.batch * blocks, 1,
       [&](std::int64_t p0, std::int64_t p1) {
         T best[kChannelBlock];
-        std::int64_t where[kChannelBlock];
+        C cell[kChannelBlock];  // pixel index in the image (h * in_w + w)
         for (std::int64_t p = p0; p < p1; ++p) {
           const std::int64_t n = p / blocks, c0 = p % blocks * kChannelBlock;
           const std::int64_t cb = std::min(c_n, c0 + kChannelBlock) - c0;
-          const T* xn = x + n * d.in_h * d.in_w * c_n + c0;
-          T* dxn = dx + n * d.in_h * d.in_w * c_n + c0;
+          const T* xn = x + n * pixels * c_n + c0;
+          T* dxn = dx + n * pixels * c_n + c0;
+          for (std::int64_t q = 0; q < pixels; ++q)
+            std::fill(dxn + q * c_n, dxn + q * c_n + cb, T(0));
           for (std::int64_t oh = 0; oh < d.out_h; ++oh) {
             for (std::int64_t ow = 0; ow < d.out_w; ++ow) {
               std::int64_t h0, h1, w0, w1;
               d.window(oh, ow, &h0, &h1, &w0, &w1);
               if (h0 >= h1 || w0 >= w1) continue;
-              const std::int64_t first = (h0 * d.in_w + w0) * c_n;
-              for (std::int64_t c = 0; c < cb; ++c) best[c] = xn[first + c], where[c] = first;
+              const T* xf = xn + (h0 * d.in_w + w0) * c_n;
+              const auto first = static_cast<C>(h0 * d.in_w + w0);
+              for (std::int64_t c = 0; c < cb; ++c) best[c] = xf[c], cell[c] = first;
               for (std::int64_t h = h0; h < h1; ++h) {
                 for (std::int64_t w = h == h0 ? w0 + 1 : w0; w < w1; ++w) {
-                  const std::int64_t at = (h * d.in_w + w) * c_n;
+                  const T* xp = xn + (h * d.in_w + w) * c_n;
+                  const auto at = static_cast<C>(h * d.in_w + w);
                   for (std::int64_t c = 0; c < cb; ++c) {
-                    if (best[c] < xn[at + c]) best[c] = xn[at + c], where[c] = at;
+                    // Arithmetic, not a second select (GCC would not if-convert two): exact,
+                    // since cell indices are integers the type represents.
+                    const C greater = static_cast<C>(best[c] < xp[c]);
+                    best[c] = best[c] < xp[c] ? xp[c] : best[c];
+                    cell[c] += (at - cell[c]) * greater;
                   }
                 }
               }
               const T* g = dy + ((n * d.out_h + oh) * d.out_w + ow) * c_n + c0;
-              for (std::int64_t c = 0; c < cb; ++c) dxn[where[c] + c] += g[c];
+              for (std::int64_t c = 0; c < cb; ++c) {
+                dxn[static_cast<std::int64_t>(cell[c]) * c_n + c] += g[c];
+              }
             }
           }
         }
       },
       static_cast<double>(d.out_h * d.out_w * d.k_h * d.k_w * kChannelBlock));
+}
+
+template <typename T>
+void max_pool_grad(const T* x, const T* dy, T* dx, const PoolDims& d, ThreadPool* pool) {
+  constexpr std::int64_t exact = std::int64_t{1} << std::numeric_limits<T>::digits;
+  if (d.in_h * d.in_w <= exact) {
+    max_pool_grad_with<T, T>(x, dy, dx, d, pool);
+  } else {
+    max_pool_grad_with<T, std::int64_t>(x, dy, dx, d, pool);
+  }
 }
 
 template <typename T>
