@@ -797,3 +797,16 @@ def test_run_time_shape_errors_are_invalid_argument_naming_the_node() -> None:
             ):
                 s.run(y, {x: np.ones((1, 2, 5, 3), np.float32)})
             assert s.run(y, {x: np.ones((1, 3, 3, 3), np.float32)}).shape == (1, 1, 1, 2)
+
+
+def test_float16_is_computed_in_float32_and_rounded() -> None:
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((2, 6, 5, 3)).astype(np.float16)
+    f = rng.standard_normal((3, 3, 3, 4)).astype(np.float16)
+    k = ow.kernels
+    y = k.conv2d(x, f, 1, "SAME")
+    assert y.dtype == np.float16
+    want = k.conv2d(x.astype(np.float32), f.astype(np.float32), 1, "SAME").astype(np.float16)
+    np.testing.assert_array_equal(y, want)
+    np.testing.assert_array_equal(k.max_pool(x, 2, 2, "SAME"), ref_max_pool(x, 2, 2, "SAME"))
+    assert k.avg_pool(x, 2, 2, "VALID").dtype == np.float16
