@@ -11,5 +11,6 @@ from .ops.nn_conv import *  # noqa: F403
 from .ops.nn_conv import __all__ as _conv_all
 from .ops.nn_ops import *  # noqa: F403
 from .ops.nn_ops import __all__
+from .ops.random_ops import dropout
 
-__all__ = [*__all__, *_conv_all]
+__all__ = [*__all__, "dropout", *_conv_all]
