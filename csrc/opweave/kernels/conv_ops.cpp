@@ -195,33 +195,55 @@ void conv2d_backprop_filter(const T* x, const T* dy, T* df, const ConvDims& d, T
 
 // -- depthwise -----------------------------------------------------------------------------------
 
-// y[n, oh, ow, c * mult + m] = sum over in-range taps of x[n, h, w, c] * f[kh, kw, c, m].
+// y[n, oh, ow, c * mult + m] = sum over in-range taps of x[n, h, w, c] * f[kh, kw, c, m], the taps
+// in (kh, kw) order. For channel multiplier 1 the sums of kLanes channels stay in registers across
+// the taps (a load of x and f per product instead of also a load and store of y).
 template <typename T>
 void depthwise_forward(const T* x, const T* f, T* y, const ConvDims& d, ThreadPool* pool) {
   const std::int64_t c_n = d.in_c, mult = d.multiplier, cm = d.out_c;
+  constexpr std::int64_t kLanes = 64 / sizeof(T);
   parallel_for(
       pool, 0, d.batch * d.out_h, 1,
       [&](std::int64_t r0, std::int64_t r1) {
+        std::vector<const T*> xs, fs;  // the in-range taps of one output pixel
         for (std::int64_t r = r0; r < r1; ++r) {
           const std::int64_t n = r / d.out_h, oh = r % d.out_h;
           for (std::int64_t ow = 0; ow < d.out_w; ++ow) {
             T* yp = y + (r * d.out_w + ow) * cm;
-            std::fill(yp, yp + cm, T(0));
+            xs.clear(), fs.clear();
             for (std::int64_t kh = 0; kh < d.k_h; ++kh) {
               const std::int64_t h = oh * d.stride_h + kh * d.dil_h - d.pad_top;
               if (h < 0 || h >= d.in_h) continue;
               for (std::int64_t kw = 0; kw < d.k_w; ++kw) {
                 const std::int64_t w = ow * d.stride_w + kw * d.dil_w - d.pad_left;
                 if (w < 0 || w >= d.in_w) continue;
-                const T* xp = x + ((n * d.in_h + h) * d.in_w + w) * c_n;
-                const T* fp = f + (kh * d.k_w + kw) * cm;
-                if (mult == 1) {
-                  for (std::int64_t c = 0; c < c_n; ++c) yp[c] += xp[c] * fp[c];
-                } else {
-                  for (std::int64_t c = 0; c < c_n; ++c) {
-                    for (std::int64_t j = 0; j < mult; ++j) {
-                      yp[c * mult + j] += xp[c] * fp[c * mult + j];
-                    }
+                xs.push_back(x + ((n * d.in_h + h) * d.in_w + w) * c_n);
+                fs.push_back(f + (kh * d.k_w + kw) * cm);
+              }
+            }
+            const std::size_t taps = xs.size();
+            if (mult == 1) {
+              std::int64_t c = 0;
+              for (; c + kLanes <= c_n; c += kLanes) {
+                T acc[kLanes] = {};
+                for (std::size_t t = 0; t < taps; ++t) {
+                  const T* xp = xs[t] + c;
+                  const T* fp = fs[t] + c;
+                  for (std::int64_t l = 0; l < kLanes; ++l) acc[l] += xp[l] * fp[l];
+                }
+                std::copy(acc, acc + kLanes, yp + c);
+              }
+              for (; c < c_n; ++c) {
+                T acc = 0;
+                for (std::size_t t = 0; t < taps; ++t) acc += xs[t][c] * fs[t][c];
+                yp[c] = acc;
+              }
+            } else {
+              std::fill(yp, yp + cm, T(0));
+              for (std::size_t t = 0; t < taps; ++t) {
+                for (std::int64_t c = 0; c < c_n; ++c) {
+                  for (std::int64_t j = 0; j < mult; ++j) {
+                    yp[c * mult + j] += xs[t][c] * fs[t][c * mult + j];
                   }
                 }
               }
