@@ -19,6 +19,8 @@ void register_matmul_kernels();
 void register_array_kernels();
 void register_nn_kernels();
 void register_random_kernels();
+void register_conv_kernels();
+void register_pool_kernels();
 
 namespace {
 
@@ -44,6 +46,8 @@ Registry& storage() { return *g_registry; }
   register_array_kernels();
   register_nn_kernels();
   register_random_kernels();
+  register_conv_kernels();
+  register_pool_kernels();
   return true;
 }();
 
