@@ -24,6 +24,8 @@ import pytest
         "opweave.ops.array_ops",
         "opweave.ops.math_ops",
         "opweave.ops.nn_ops",
+        "opweave.ops.nn_conv",
+        "opweave.layers",
         "opweave.ops.control_flow_ops",
         "opweave.ops.script_ops",
         "opweave.ops.gradients_impl",
