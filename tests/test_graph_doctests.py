@@ -23,6 +23,8 @@ import pytest
         "opweave.ops._op_def",
         "opweave.ops.array_ops",
         "opweave.ops.math_ops",
+        "opweave.ops.math_unary",
+        "opweave.ops.logic_ops",
         "opweave.ops.nn_ops",
         "opweave.ops.control_flow_ops",
         "opweave.ops.script_ops",

@@ -19,9 +19,48 @@ namespace opweave {
 // kFloorDiv: floor(a / b) for every type (TensorFlow's FloorDiv); kTruncDiv: C++ division, which
 // truncates integers toward zero (TensorFlow's Div).
 // kReluGrad: a where b > 0, else 0 (a = the gradient, b = Relu's input).
-enum class BinaryOp { kAdd, kSub, kMul, kDiv, kFloorDiv, kTruncDiv, kMaximum, kMinimum, kReluGrad };
+// kPow: C's pow for floats; integers by repeated squaring (wrapping), a negative exponent is
+// kInvalidArgument. kFloorMod: TensorFlow's FloorMod, the remainder with the divisor's sign
+// (integer division by zero is kInvalidArgument). kSquaredDifference: (a - b)^2.
+enum class BinaryOp {
+  kAdd,
+  kSub,
+  kMul,
+  kDiv,
+  kFloorDiv,
+  kTruncDiv,
+  kMaximum,
+  kMinimum,
+  kReluGrad,
+  kPow,
+  kFloorMod,
+  kSquaredDifference,
+};
 enum class CompareOp { kEqual, kNotEqual, kLess, kLessEqual, kGreater, kGreaterEqual };
-enum class UnaryOp { kNeg, kRelu, kExp, kTanh, kSigmoid };
+// kRound: half to even; kSign of a float zero is +0, of NaN NaN; kLogicalNot takes bool only.
+enum class UnaryOp {
+  kNeg,
+  kRelu,
+  kExp,
+  kTanh,
+  kSigmoid,
+  kAbs,
+  kSign,
+  kSquare,
+  kSqrt,
+  kRsqrt,
+  kLog,
+  kLog1p,
+  kExpm1,
+  kFloor,
+  kCeil,
+  kRound,
+  kReciprocal,
+  kSin,
+  kCos,
+  kLogicalNot,
+};
+enum class PredicateOp { kIsNan, kIsInf, kIsFinite };
 enum class ReduceOp { kSum, kMean, kMax, kMin };
 
 // NumPy broadcasting of two shapes; throws kInvalidArgument naming both shapes.
@@ -49,8 +88,11 @@ Tensor reduce(ReduceOp op, const Tensor& x, const std::optional<std::vector<int>
 // as in TensorFlow). Integer kDiv is floor division; dividing an integer by zero throws
 // kInvalidArgument("Integer division by zero").
 Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b, ThreadPool* pool);
-// kExp/kTanh/kSigmoid need a floating dtype; kNeg/kRelu take any numeric dtype.
+// kNeg, kRelu, kAbs, kSign, kSquare and kRound take any numeric dtype (abs and neg wrap, round of
+// an integer is itself), kLogicalNot bool only, the others a floating dtype.
 Tensor unary(UnaryOp op, const Tensor& x, ThreadPool* pool);
+// isnan / isinf / isfinite of a float32 or float64 tensor: a bool tensor of its shape.
+Tensor predicate(PredicateOp op, const Tensor& x, ThreadPool* pool);
 // Buffer forwarding (as TensorFlow's forward_input): binary() and unary() computed into an
 // input's own buffer, with the same results. binary_in_place writes op(a, b) into a (into = 0) or
 // b (into = 1). Both return false, touching nothing, unless that input is contiguous and non-empty
@@ -63,6 +105,16 @@ bool unary_in_place(UnaryOp op, const Tensor& x, ThreadPool* pool);
 Tensor compare(CompareOp op, const Tensor& a, const Tensor& b, ThreadPool* pool);
 // condition ? x : y element-wise, the three broadcast together (condition is bool).
 Tensor select(const Tensor& condition, const Tensor& x, const Tensor& y, ThreadPool* pool);
+// TensorFlow 1's Select: x and y of one shape; condition a scalar, x's shape, or a vector along
+// x's first dimension (choosing whole rows). Other shapes are kInvalidArgument.
+Tensor select_rows(const Tensor& condition, const Tensor& x, const Tensor& y, ThreadPool* pool);
+// TensorFlow's Where with one input: the coordinates of the true (bool) or non-zero elements of
+// x, an int64 [count, rank] tensor in row-major order. Rank 0 is kInvalidArgument, as in
+// TensorFlow.
+Tensor where_indices(const Tensor& x, ThreadPool* pool);
+// TensorFlow's ClipByValue: max(min(t, hi), lo) element-wise (NaN propagates); lo and hi are
+// scalars or have t's shape, and share its dtype.
+Tensor clip_by_value(const Tensor& t, const Tensor& lo, const Tensor& hi, ThreadPool* pool);
 // `x` broadcast (NumPy rules) to `shape`, materialised contiguously.
 Tensor broadcast_to(const Tensor& x, const Shape& shape, ThreadPool* pool);
 // Sum of same-shape, same-dtype tensors.
