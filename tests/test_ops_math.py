@@ -178,6 +178,54 @@ def _argwhere(x: np.ndarray) -> np.ndarray:
     return np.argwhere(x).astype(np.int64)
 
 
+def _axes(draw: st.DrawFn, shapes: list[tuple[int, ...]]) -> dict[str, Any]:
+    rank = len(shapes[0])
+    if rank == 0 or draw(st.booleans()):
+        return {"keepdims": draw(st.booleans())}
+    axes = draw(st.lists(st.integers(-rank, rank - 1), unique_by=lambda a: a % rank, min_size=1))
+    return {"axis": axes, "keepdims": draw(st.booleans())}
+
+
+def _np_reduce(fn: Any) -> Any:
+    def ref(x: np.ndarray, axis: Any = None, keepdims: bool = False) -> np.ndarray:
+        ax = None if axis is None else tuple(axis)
+        return np.asarray(fn(x, axis=ax, keepdims=keepdims)).astype(x.dtype)
+
+    return ref
+
+
+def _one_axis(draw: st.DrawFn, shapes: list[tuple[int, ...]]) -> dict[str, Any]:
+    rank = len(shapes[0])
+    return {"axis": draw(st.integers(-rank, rank - 1))}
+
+
+def _scan_args(draw: st.DrawFn, shapes: list[tuple[int, ...]]) -> dict[str, Any]:
+    return {
+        **_one_axis(draw, shapes),
+        "exclusive": draw(st.booleans()),
+        "reverse": draw(st.booleans()),
+    }
+
+
+def _np_scan(fn: Any, identity: int) -> Any:
+    def ref(x: np.ndarray, axis: int, exclusive: bool, reverse: bool) -> np.ndarray:
+        v = np.flip(x, axis) if reverse else x
+        out = fn(v.astype(np.float64) if v.dtype.kind == "f" else v, axis=axis)
+        if exclusive:
+            first = np.full_like(np.take(out, [0], axis), identity)
+            out = np.concatenate([first, np.delete(out, -1, axis)], axis)
+        return (np.flip(out, axis) if reverse else out).astype(x.dtype)
+
+    return ref
+
+
+def _np_arg(fn: Any) -> Any:
+    def ref(x: np.ndarray, axis: int) -> np.ndarray:
+        return np.asarray(fn(x, axis=axis)).astype(np.int64)
+
+    return ref
+
+
 CASES = [
     *_unary_rows("Abs", ow.abs, np.abs, REALS + SIGNED_SMALL, grad2=True),
     *_unary_rows("Sign", ow.sign, np.sign, REALS + SIGNED_SMALL, grad2=True),
@@ -244,6 +292,75 @@ CASES = [
         REALS + HALF,
         input_dtypes=lambda d: [np.bool_, d, d],
         threads=False,
+    ),
+    OpCase(
+        "Prod",
+        ow.reduce_prod,
+        _np_reduce(np.prod),
+        same_shape(),
+        REALS + SMALL_INTS,
+        domain=(0.5, 1.5),
+        kwargs=_axes,
+    ),
+    OpCase(
+        "Prod",
+        ow.reduce_prod,
+        _np_reduce(np.prod),
+        same_shape(),
+        HALF,
+        domain=(0.5, 1.5),
+        kwargs=_axes,
+        rtol=4e-3,
+        grad=False,
+        id="Prod-f16",
+    ),
+    OpCase("Any", ow.reduce_any, _np_reduce(np.any), same_shape(), (np.bool_,), kwargs=_axes),
+    OpCase("All", ow.reduce_all, _np_reduce(np.all), same_shape(), (np.bool_,), kwargs=_axes),
+    OpCase(
+        "ArgMax",
+        ow.argmax,
+        _np_arg(np.argmax),
+        same_shape(min_rank=1),
+        (*REALS, *SMALL_INTS, np.bool_, np.float16),
+        kwargs=_one_axis,
+    ),
+    OpCase(
+        "ArgMin",
+        ow.argmin,
+        _np_arg(np.argmin),
+        same_shape(min_rank=1),
+        (*REALS, *SMALL_INTS, np.bool_, np.float16),
+        kwargs=_one_axis,
+    ),
+    OpCase(
+        "Cumsum",
+        ow.cumsum,
+        _np_scan(np.cumsum, 0),
+        same_shape(min_rank=1),
+        REALS + SMALL_INTS,
+        kwargs=_scan_args,
+        grad2=True,
+    ),
+    OpCase(
+        "Cumprod",
+        ow.cumprod,
+        _np_scan(np.cumprod, 1),
+        same_shape(min_rank=1),
+        REALS + SMALL_INTS,
+        domain=(0.5, 1.5),
+        kwargs=_scan_args,
+        grad2=True,
+    ),
+    OpCase(
+        "Cumsum",
+        ow.cumsum,
+        _np_scan(np.cumsum, 0),
+        same_shape(min_rank=1),
+        HALF,
+        kwargs=_scan_args,
+        rtol=4e-3,
+        grad=False,
+        id="Cumsum-f16",
     ),
     OpCase(
         "Where",
@@ -581,3 +698,159 @@ def test_clip_by_value_keeps_nan_and_rejects_bounds_that_would_grow_t() -> None:
             ow.clip_by_value(t, ow.placeholder(ow.float32, [2, 1]), 5.0)
         rows = ow.clip_by_value(ow.placeholder(ow.float32, [2, 3]), [[0.0], [1.0]], 5.0)
         assert rows.shape.as_list() == [2, 3]
+
+
+# -- reductions, arg, scans ----------------------------------------------------------------------
+
+
+def test_argmax_ties_pick_the_first_index_and_nan_never_wins() -> None:
+    k, nan, inf = ow.kernels, np.nan, np.inf
+    assert k.argmax(np.array([3.0, 1.0, 3.0])) == 0
+    assert k.argmin(np.array([1.0, 1.0, 3.0])) == 0
+    assert k.argmax(np.array([1.0, nan, 3.0])) == 2
+    assert k.argmax(np.array([nan, 5.0, nan])) == 1
+    assert k.argmin(np.array([1.0, nan, 0.0])) == 2
+    assert k.argmin(np.array([nan, 2.0, nan, 1.0])) == 3
+    # Nothing beats the starting value: TensorFlow's CPU kernel gives 0.
+    assert k.argmax(np.array([nan, nan])) == 0
+    assert k.argmax(np.array([-inf, -inf])) == 0
+    assert k.argmin(np.array([inf, inf])) == 0
+
+
+def test_argmax_of_long_rows_is_the_same_on_any_thread_count() -> None:
+    rng = np.random.default_rng(1)
+    x = rng.integers(0, 1000, size=(3, 300_001)).astype(np.float32)
+    x[1, 250_000] = x[1, 5] = 5000.0  # a tie across blocks: the first wins
+    x[2, :] = np.nan
+    x[2, 200_000] = 1.0
+    for fn, ref in ((ow.kernels.argmax, np.argmax), (ow.kernels.argmin, np.argmin)):
+        one = fn(x, axis=1, _num_threads=1)
+        three = fn(x, axis=1, _num_threads=3)
+        np.testing.assert_array_equal(one, three)
+        np.testing.assert_array_equal(one[:2], ref(x[:2], axis=1))
+        assert one[2] == 200_000
+    np.testing.assert_array_equal(
+        ow.kernels.argmax(x[:2].T, axis=0, _num_threads=3), np.argmax(x[:2], axis=1)
+    )
+
+
+def test_argmax_arguments_as_tensorflow_1() -> None:
+    x = np.array([[1, 5], [7, 2]])
+    np.testing.assert_array_equal(ow.kernels.argmax(x), [1, 0])  # axis defaults to 0
+    np.testing.assert_array_equal(ow.kernels.argmax(x, dimension=1), [1, 0])
+    np.testing.assert_array_equal(ow.kernels.arg_min(x, 1), [0, 1])
+    with ow.Graph().as_default():
+        p = ow.placeholder(ow.float32, [2, 3])
+        assert ow.argmax(p, 1).dtype == ow.int64
+        assert ow.argmax(p, 1, output_type=ow.int32).dtype == ow.int32
+        assert ow.arg_max(p, 0).shape.as_list() == [3]
+        with pytest.raises(ValueError, match="both 'axis' and 'dimension'"):
+            ow.argmax(p, axis=0, dimension=1)
+        with pytest.raises(ValueError, match=r"Expected dimension in the range \[-2, 2\)"):
+            ow.argmax(p, 2)
+        with pytest.raises(TypeError, match="output_type"):
+            ow.argmin(p, 0, output_type=ow.int16)
+
+
+def test_argmax_over_an_empty_axis_is_invalid_argument() -> None:
+    with ow.Graph().as_default():
+        a = ow.argmax(ow.placeholder(ow.float32, [None, 3]), 0)
+        with pytest.raises(ow.errors.InvalidArgumentError, match="Reduction axis 0 is empty"):
+            _run(a, {a.op.inputs[0]: np.zeros((0, 3), np.float32)})
+    assert ow.kernels.argmax(np.zeros((3, 0)), axis=0).shape == (0,)
+
+
+def test_reduce_logsumexp_is_stable_and_handles_infinite_and_empty_rows() -> None:
+    inf, nan = np.inf, np.nan
+    x = np.array([[-inf, -inf], [1.0, 2.0], [inf, 1.0], [nan, 1.0], [1000.0, 1000.0]])
+    got = ow.kernels.reduce_logsumexp(x, axis=1)
+    want = [-inf, np.logaddexp(1.0, 2.0), inf, nan, 1000.0 + np.log(2.0)]
+    np.testing.assert_allclose(got, want)
+    np.testing.assert_array_equal(ow.kernels.reduce_logsumexp(np.zeros((2, 0)), axis=1), [-inf] * 2)
+    assert ow.kernels.reduce_logsumexp(np.float32([[1.0, 2.0]]), keepdims=True).shape == (1, 1)
+
+
+def test_reduce_logsumexp_gradient_is_the_softmax() -> None:
+    with ow.Graph().as_default():
+        x = ow.constant([[1.0, 2.0, 3.0], [-1.0, 0.0, 50.0]], ow.float64)
+        y = ow.reduce_logsumexp(x, axis=1)
+        assert y.op.type == "Add"
+        assert y.op.name.startswith("ReduceLogSumExp")
+        (g,) = ow.gradients(ow.reduce_sum(y), x)
+        got = _run(g)
+    v = np.array([[1.0, 2.0, 3.0], [-1.0, 0.0, 50.0]])
+    e = np.exp(v - v.max(axis=1, keepdims=True))
+    np.testing.assert_allclose(got, e / e.sum(axis=1, keepdims=True))
+
+
+def test_reduce_prod_gradient_with_zeros_in_the_input() -> None:
+    x0 = np.array([[2.0, 0.0, 3.0], [0.0, 0.0, 5.0], [1.0, 2.0, 4.0]])
+    want = {
+        1: [[0.0, 6.0, 0.0], [0.0, 0.0, 0.0], [8.0, 4.0, 2.0]],
+        None: np.zeros((3, 3)),
+    }
+    with ow.Graph().as_default():
+        x = ow.constant(x0)
+        for axis, w in want.items():
+            (g,) = ow.gradients(ow.reduce_prod(x, axis), x)
+            np.testing.assert_allclose(_run(g), w)
+        (g,) = ow.gradients(ow.reduce_prod(x, [0, 1]), x)
+        np.testing.assert_allclose(_run(g), np.zeros((3, 3)))
+
+
+def test_reduce_prod_gradient_over_axes_known_only_at_run_time() -> None:
+    x0 = np.random.default_rng(2).uniform(0.5, 2.0, (2, 3, 4))
+    with ow.Graph().as_default():
+        x = ow.constant(x0)
+        axes = ow.placeholder(ow.int32, [None])
+        (dynamic,) = ow.gradients(ow.reduce_sum(ow.reduce_prod(x, axes)), x)
+        (static,) = ow.gradients(ow.reduce_sum(ow.reduce_prod(x, [2, 0])), x)
+        got = _run([dynamic, static], {axes: [2, 0]})
+    np.testing.assert_allclose(got[0], got[1])
+
+
+def test_small_integer_reductions_wrap_like_tensorflow_and_means_do_not_overflow() -> None:
+    k = ow.kernels
+    x = np.array([100, 100, 100], np.int8)
+    assert k.reduce_sum(x) == 44
+    assert k.reduce_prod(x) == np.prod(x, dtype=np.int8)
+    assert k.reduce_mean(x) == 100
+    assert k.reduce_max(np.array([3, 200], np.uint8)) == 200
+    assert k.reduce_mean(np.array([2**30] * 3, np.int32)) == 2**30
+    assert k.reduce_mean(np.array([-7, 0], np.int8)) == -3
+
+
+def test_empty_reductions_give_the_identities() -> None:
+    k = ow.kernels
+    np.testing.assert_array_equal(k.reduce_prod(np.zeros((2, 0)), axis=1), [1.0, 1.0])
+    np.testing.assert_array_equal(k.reduce_any(np.zeros((2, 0), bool), axis=1), [False] * 2)
+    np.testing.assert_array_equal(k.reduce_all(np.zeros((2, 0), bool), axis=1), [True] * 2)
+
+
+def test_cumsum_and_cumprod_flags() -> None:
+    k = ow.kernels
+    x = np.array([1, 2, 3])
+    np.testing.assert_array_equal(k.cumsum(x), [1, 3, 6])
+    np.testing.assert_array_equal(k.cumsum(x, exclusive=True), [0, 1, 3])
+    np.testing.assert_array_equal(k.cumsum(x, reverse=True), [6, 5, 3])
+    np.testing.assert_array_equal(k.cumsum(x, exclusive=True, reverse=True), [5, 3, 0])
+    np.testing.assert_array_equal(k.cumprod(x, exclusive=True), [1, 1, 2])
+    np.testing.assert_array_equal(k.cumprod(x, exclusive=True, reverse=True), [6, 3, 1])
+    np.testing.assert_array_equal(k.cumsum(np.array([100, 100], np.int8)), [100, -56])
+    with ow.Graph().as_default(), pytest.raises(ValueError, match="Expected scan axis"):
+        ow.cumsum(ow.constant([[1, 2]]), 2)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.int64])
+def test_scans_of_long_rows_are_the_same_on_any_thread_count(dtype: Any) -> None:
+    rng = np.random.default_rng(4)
+    x = rng.integers(-3, 4, size=(2, 200_003)).astype(dtype)
+    if x.dtype.kind == "f":
+        x = rng.uniform(0.999, 1.001, size=x.shape).astype(dtype)
+    for fn, ref in ((ow.kernels.cumsum, np.cumsum), (ow.kernels.cumprod, np.cumprod)):
+        for flags in ({}, {"exclusive": True}, {"reverse": True}):
+            one = fn(x, axis=1, **flags, _num_threads=1)
+            three = fn(x, axis=1, **flags, _num_threads=3)
+            np.testing.assert_array_equal(one, three)
+        want = ref(x.astype(np.float64) if x.dtype.kind == "f" else x, axis=1).astype(dtype)
+        np.testing.assert_allclose(fn(x, axis=1), want, rtol=1e-3 if dtype == np.float32 else 1e-9)

@@ -61,7 +61,7 @@ enum class UnaryOp {
   kLogicalNot,
 };
 enum class PredicateOp { kIsNan, kIsInf, kIsFinite };
-enum class ReduceOp { kSum, kMean, kMax, kMin };
+enum class ReduceOp { kSum, kMean, kMax, kMin, kProd };
 
 // NumPy broadcasting of two shapes; throws kInvalidArgument naming both shapes.
 Shape broadcast_shapes(const Shape& a, const Shape& b);
@@ -78,11 +78,25 @@ void matmul_into(const Tensor& a, const Tensor& b, bool transpose_a, bool transp
                  const Tensor& out, ThreadPool* pool);
 
 // Reductions over `axes` (negative axes allowed; nullopt = all axes; an empty list = none).
-// Same dtype as the input (integer mean truncates toward zero, as TensorFlow does); bool input:
-// sum/mean are not supported, max = any, min = all. Results are bit-identical for any pool size.
-// NaN propagates as in NumPy. Reducing an empty axis: sum 0, mean NaN, max/min kInvalidArgument.
+// Same dtype as the input; integer sums and products wrap in that dtype, integer means are
+// computed in int64 and truncate toward zero (as TensorFlow does); bool input: sum/mean/prod are
+// not supported, max = any, min = all. Results are bit-identical for any pool size. NaN propagates
+// as in NumPy. Reducing an empty axis gives the identity: sum 0, prod 1, mean NaN (an integer
+// mean is kInvalidArgument), max the lowest value, min the highest.
 Tensor reduce(ReduceOp op, const Tensor& x, const std::optional<std::vector<int>>& axes,
               bool keepdims, ThreadPool* pool);
+
+// TensorFlow's ArgMax (is_max) / ArgMin along `axis`: the index of the first largest (smallest)
+// element; NaN never wins, and a row where nothing beats the lowest (highest) value, such as one
+// of NaN only, gives 0 -- TensorFlow's CPU results. out_dtype is int16, int32 or int64. An empty
+// axis is kInvalidArgument (unless the result is empty too). Bit-identical for any pool size.
+Tensor arg_reduce(bool is_max, const Tensor& x, int axis, DType out_dtype, ThreadPool* pool);
+
+// TensorFlow's Cumsum (is_product false) / Cumprod along `axis`: exclusive leaves the element
+// itself out (the first output is 0 or 1), reverse scans from the end. Integers wrap. The same
+// bits for any pool size: long rows are cut into fixed blocks whose totals are combined in order.
+Tensor scan(bool is_product, const Tensor& x, int axis, bool exclusive, bool reverse,
+            ThreadPool* pool);
 
 // Element-wise with broadcasting; both inputs must have the same dtype (no implicit promotion,
 // as in TensorFlow). Integer kDiv is floor division; dividing an integer by zero throws

@@ -1217,9 +1217,12 @@ register_operator("__pow__", lambda a, b: pow(a, b, name="pow"))
 # -- the other math families (opweave.* and opweave.compat.v1 take their names from here) ------
 
 from . import logic_ops as _logic_ops  # noqa: E402
+from . import math_reduce as _math_reduce  # noqa: E402
 from . import math_unary as _math_unary  # noqa: E402
 from .logic_ops import *  # noqa: E402, F403
+from .math_reduce import *  # noqa: E402, F403
 from .math_unary import *  # noqa: E402, F403
 
 __all__ += _math_unary.__all__
 __all__ += _logic_ops.__all__
+__all__ += _math_reduce.__all__
