@@ -21,6 +21,7 @@ from op_testing import (
     OpCase,
     broadcastable,
     check_case,
+    fixed,
     random_values,
     same_shape,
 )
@@ -361,6 +362,26 @@ CASES = [
         rtol=4e-3,
         grad=False,
         id="Cumsum-f16",
+    ),
+    OpCase(
+        "MatMul",
+        ow.matmul,
+        np.matmul,
+        lambda draw: [(draw(st.integers(1, 6)), 4), (4, draw(st.integers(1, 6)))],
+        INTS,
+        threads=False,
+        eager_name=None,  # opweave.kernels.matmul is NumPy's matmul on floats
+        id="MatMul-int",
+    ),
+    OpCase(
+        "BatchMatMulV2",
+        ow.matmul,
+        np.matmul,
+        fixed((3, 2, 4), (1, 4, 5)),
+        INTS,
+        threads=False,
+        eager_name=None,
+        id="BMM-int",
     ),
     OpCase(
         "Where",
@@ -854,3 +875,44 @@ def test_scans_of_long_rows_are_the_same_on_any_thread_count(dtype: Any) -> None
             np.testing.assert_array_equal(one, three)
         want = ref(x.astype(np.float64) if x.dtype.kind == "f" else x, axis=1).astype(dtype)
         np.testing.assert_allclose(fn(x, axis=1), want, rtol=1e-3 if dtype == np.float32 else 1e-9)
+
+
+# -- matmul --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("flag", ["transpose", "adjoint"])
+def test_batch_matmul_with_transposed_operands_as_tensorflow_1(flag: str) -> None:
+    rng = np.random.default_rng(6)
+    a, b = rng.standard_normal((3, 4, 5)), rng.standard_normal((3, 5, 6))
+    with ow.Graph().as_default():
+        for ta in (False, True):
+            for tb in (False, True):
+                x = ow.constant(a.transpose(0, 2, 1) if ta else a)
+                y = ow.constant(b.transpose(0, 2, 1) if tb else b)
+                z = ow.matmul(x, y, **{f"{flag}_a": ta, f"{flag}_b": tb})
+                assert z.op.type == "BatchMatMulV2"
+                assert z.shape.as_list() == [3, 4, 6]
+                np.testing.assert_allclose(_run(z), a @ b)
+        with pytest.raises(ValueError, match="Only one of transpose_a and adjoint_a"):
+            ow.matmul(ow.constant(a), ow.constant(a), transpose_a=True, adjoint_a=True)
+
+
+def test_matmul_of_a_matrix_and_a_batch_broadcasts_and_differentiates() -> None:
+    rng = np.random.default_rng(7)
+    a, w = rng.standard_normal((3, 4, 5)), rng.standard_normal((5, 2))
+    with ow.Graph().as_default():
+        x, y = ow.constant(a), ow.constant(w)
+        z = ow.matmul(x, y)
+        gx, gy = ow.gradients(ow.reduce_sum(z), [x, y])
+        got = _run([z, gx, gy])
+    np.testing.assert_allclose(got[0], a @ w)
+    np.testing.assert_allclose(got[1], np.broadcast_to(w.sum(axis=1), a.shape))
+    np.testing.assert_allclose(got[2], np.broadcast_to(a.sum(axis=(0, 1))[:, None], w.shape))
+
+
+def test_integer_matmul_wraps() -> None:
+    a = np.array([[2**20, 1]], np.int32)
+    b = np.array([[2**12], [3]], np.int32)
+    with ow.Graph().as_default():
+        got = _run(ow.matmul(a, b))
+    np.testing.assert_array_equal(got, (a.astype(np.int64) @ b).astype(np.int32))

@@ -68,8 +68,8 @@ Shape broadcast_shapes(const Shape& a, const Shape& b);
 
 // NumPy matmul semantics (rank >= 1; 1-D operands are promoted and the added dim removed;
 // leading dims broadcast), with optional transposition of the two innermost dims of a and b.
-// float32 and float64 only; a and b must have the same dtype. The result is bit-identical for
-// any pool size (threads split rows of C, never the K loop).
+// float32, float64, int32 or int64 (integers wrap); a and b must have the same dtype. The result is
+// bit-identical for any pool size (threads split rows of C, never the K loop).
 Shape matmul_result_shape(const Shape& a, const Shape& b, bool transpose_a, bool transpose_b);
 Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose_b,
               ThreadPool* pool);

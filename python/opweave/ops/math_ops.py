@@ -885,7 +885,7 @@ _MATMUL = OpDef(
     inputs=["a: T", "b: T"],
     outputs=["product: T"],
     attrs={"transpose_a": Attr("bool", False), "transpose_b": Attr("bool", False)},
-    types={"T": FLOATS},
+    types={"T": FLOATS | INDEX},
     shape=_matmul_shape,
     grad=_matmul_grad,
     flops=_matmul_flops,
@@ -895,7 +895,7 @@ _BATCH_MATMUL = OpDef(
     inputs=["x: T", "y: T"],
     outputs=["output: T"],
     attrs={"adj_x": Attr("bool", False), "adj_y": Attr("bool", False)},
-    types={"T": FLOATS},
+    types={"T": FLOATS | INDEX},
     shape=_matmul_shape,
     grad=_batch_matmul_grad,
     flops=_matmul_flops,
@@ -924,9 +924,10 @@ def matmul(
     ------
     ValueError
         When the inner dimensions differ or the batch dimensions do not broadcast, naming the
-        op and both full input shapes (``... with input shapes: [5,2,3], [4,3,6].``).
+        op and both full input shapes (``... with input shapes: [5,2,3], [4,3,6].``); when both
+        ``transpose_a`` and ``adjoint_a`` (or both ``_b`` flags) are set, as in TensorFlow 1.
     TypeError
-        For non-floating or mismatched dtypes.
+        For mismatched dtypes, or dtypes other than float16/32/64, int32 and int64.
 
     Examples
     --------
@@ -937,12 +938,20 @@ def matmul(
     >>> y.shape
     TensorShape([Dimension(2), Dimension(4)])
     """
-    ta = _checks.check_bool(transpose_a, "transpose_a", op="MatMul") or _checks.check_bool(
-        adjoint_a, "adjoint_a", op="MatMul"
-    )
-    tb = _checks.check_bool(transpose_b, "transpose_b", op="MatMul") or _checks.check_bool(
-        adjoint_b, "adjoint_b", op="MatMul"
-    )
+    flags = [
+        _checks.check_bool(v, k, op="MatMul")
+        for k, v in (
+            ("transpose_a", transpose_a),
+            ("adjoint_a", adjoint_a),
+            ("transpose_b", transpose_b),
+            ("adjoint_b", adjoint_b),
+        )
+    ]
+    if flags[0] and flags[1]:
+        raise ValueError("Only one of transpose_a and adjoint_a can be True.")
+    if flags[2] and flags[3]:
+        raise ValueError("Only one of transpose_b and adjoint_b can be True.")
+    ta, tb = flags[0] or flags[1], flags[2] or flags[3]
     x, y = _operands(a, b)
     rx, ry = _rank_of(x), _rank_of(y)
     if rx == 2 and ry == 2:
