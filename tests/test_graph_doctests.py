@@ -26,6 +26,7 @@ import pytest
         "opweave.ops.math_unary",
         "opweave.ops.logic_ops",
         "opweave.ops.math_reduce",
+        "opweave.math",
         "opweave.ops.nn_ops",
         "opweave.ops.control_flow_ops",
         "opweave.ops.script_ops",

@@ -25,7 +25,7 @@ except ImportError as exc:  # pragma: no cover - exercised only on broken instal
     ) from exc
 
 from . import _tf_logging as logging
-from . import app, config, errors, flags, kernels, models, nn, ops, timeline, tuning
+from . import app, config, errors, flags, kernels, math, models, nn, ops, timeline, tuning
 from ._memory import BufferCacheInfo, buffer_cache_info, empty_buffer_cache
 from ._pool import parallel_info
 from ._threadpoolctl import register as _register_threadpoolctl
@@ -123,6 +123,7 @@ __all__ = [
     "int64",
     "kernels",
     "logging",
+    "math",
     "models",
     "name_scope",
     "nn",
