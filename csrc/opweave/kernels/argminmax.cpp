@@ -1,7 +1,7 @@
 // ArgMax / ArgMin along one axis. The input is viewed as contiguous [O, R, I] (R the reduced
-// axis). With I == 1 each row is scanned in fixed blocks of kBlock values, 16 lanes at a time
-// (lane l keeps the best value and first index among elements l, l + 16, ...; the compiler turns
-// the lanes into vectors), the lanes are merged by value and then index, and the blocks in order.
+// axis). With I == 1 each row is scanned in fixed blocks of kBlock values, four vectors at a time
+// (lane l keeps the best value and first index among elements l, l + 4L, ...), the lanes are
+// merged by value and then index, and the blocks in order.
 // With I > 1 rows of I values are streamed, each column keeping its best value and index.
 //
 // The rule is TensorFlow's CPU kernel's, a strict comparison against a running best that starts
@@ -12,6 +12,7 @@
 // thread count and block split.
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <type_traits>
 #include <vector>
@@ -51,37 +52,77 @@ inline Best<T, kMax> better(const Best<T, kMax>& a, const Best<T, kMax>& b) {
   return b.index < a.index ? b : a;
 }
 
-// The best of a contiguous run x[0, n), n <= kBlock; indices relative to x.
+// The best of a contiguous run x[0, n), n <= kBlock; indices relative to x. One lane per element
+// position modulo the lane count; any split into lanes gives the same result (see the top).
 template <typename T, bool kMax>
-Best<T, kMax> best_of_run(const T* x, std::int64_t n) {
-  // Lane indices as 32-bit (or 64-bit for 8-byte values) integers, the width of T, so the
-  // compare mask selects values and indices alike.
-  using Idx = std::conditional_t<sizeof(T) == 8, std::int64_t, std::int32_t>;
+Best<T, kMax> best_of_run_scalar(const T* x, std::int64_t n) {
   T bv[kLanes];
-  Idx bi[kLanes];
+  std::int64_t bi[kLanes];
   for (int l = 0; l < kLanes; ++l) {
     bv[l] = start_value<T, kMax>();
     bi[l] = 0;
   }
-  std::int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) {
-    for (int l = 0; l < kLanes; ++l) {
-      const T v = x[i + l];
-      const bool win = beats<T, kMax>(v, bv[l]);
-      bv[l] = win ? v : bv[l];
-      bi[l] = win ? static_cast<Idx>(i + l) : bi[l];
-    }
-  }
-  for (int l = 0; i + l < n; ++l) {
-    const T v = x[i + l];
-    if (beats<T, kMax>(v, bv[l])) {
-      bv[l] = v;
-      bi[l] = static_cast<Idx>(i + l);
+  for (std::int64_t i = 0; i < n; ++i) {
+    const int l = static_cast<int>(i % kLanes);
+    if (beats<T, kMax>(x[i], bv[l])) {
+      bv[l] = x[i];
+      bi[l] = i;
     }
   }
   Best<T, kMax> best{bv[0], bi[0]};
   for (int l = 1; l < kLanes; ++l) best = better<T, kMax>(best, {bv[l], bi[l]});
   return best;
+}
+
+// 4- and 8-byte values: four 16-byte vectors of values and of indices (integers of the values'
+// width, so a comparison's mask selects both), GCC/Clang vector extensions of the baseline
+// instruction set's width (wider ones are split into scalar code without AVX).
+template <typename T, bool kMax>
+Best<T, kMax> best_of_run_vector(const T* x, std::int64_t n) {
+  using Idx = std::conditional_t<sizeof(T) == 8, std::int64_t, std::int32_t>;
+  typedef T V __attribute__((vector_size(16)));
+  typedef Idx I __attribute__((vector_size(16)));
+  constexpr int L = 16 / sizeof(T);
+  constexpr int kVecs = 4;
+  V b[kVecs];
+  I bi[kVecs], c[kVecs];
+  for (int k = 0; k < kVecs; ++k) {
+    for (int l = 0; l < L; ++l) {
+      b[k][l] = start_value<T, kMax>();
+      bi[k][l] = 0;
+      c[k][l] = static_cast<Idx>(k * L + l);
+    }
+  }
+  std::int64_t i = 0;
+  for (; i + kVecs * L <= n; i += kVecs * L) {
+    for (int k = 0; k < kVecs; ++k) {
+      V v;
+      std::memcpy(&v, x + i + k * L, sizeof(V));
+      const I m = kMax ? (v > b[k]) : (v < b[k]);
+      b[k] = m ? v : b[k];
+      bi[k] = m ? c[k] : bi[k];
+      c[k] += kVecs * L;
+    }
+  }
+  Best<T, kMax> best{b[0][0], bi[0][0]};
+  for (int k = 0; k < kVecs; ++k) {
+    for (int l = 0; l < L; ++l) best = better<T, kMax>(best, {b[k][l], bi[k][l]});
+  }
+  if (i < n) {
+    Best<T, kMax> tail = best_of_run_scalar<T, kMax>(x + i, n - i);
+    tail.index += i;
+    best = better<T, kMax>(best, tail);
+  }
+  return best;
+}
+
+template <typename T, bool kMax>
+Best<T, kMax> best_of_run(const T* x, std::int64_t n) {
+  if constexpr (sizeof(T) >= 4) {
+    return best_of_run_vector<T, kMax>(x, n);
+  } else {
+    return best_of_run_scalar<T, kMax>(x, n);
+  }
 }
 
 template <typename T, bool kMax, typename Out>

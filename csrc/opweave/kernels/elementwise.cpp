@@ -226,6 +226,10 @@ template <typename T>
 unary_math::Table<T> select_math_table() {
 #if defined(OPWEAVE_X86_64)
   const IsaFlags isa = isa_flags();
+  if (isa.can_run_avx512_files()) {
+    if constexpr (std::is_same_v<T, float>) return unary_math::table_avx512_f32();
+    if constexpr (std::is_same_v<T, double>) return unary_math::table_avx512_f64();
+  }
   if (isa.can_run_avx2_files()) {
     if constexpr (std::is_same_v<T, float>) return unary_math::table_avx2_f32();
     if constexpr (std::is_same_v<T, double>) return unary_math::table_avx2_f64();

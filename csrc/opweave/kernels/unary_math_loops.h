@@ -1,7 +1,8 @@
 // The loops of the floating-point math ops (exp, log, sqrt, rounding, pow, floormod, ...),
-// compiled twice from this one source: unary_math_loops.cpp (baseline x86-64) and
-// unary_math_loops_avx2.cpp (-mavx2, with -ffp-contract=off so no multiply-add is fused). Both
-// builds do the same operations in the same order, so results do not depend on the ISA. The AVX2
+// compiled three times from this one source: unary_math_loops.cpp (baseline x86-64),
+// unary_math_loops_avx2.cpp (-mavx2) and unary_math_loops_avx512.cpp (-mavx512f ...), the wider
+// ones with -ffp-contract=off so no multiply-add is fused. All builds do the same operations in
+// the same order, so results do not depend on the ISA. The AVX2
 // build matters beyond width: float64 exp/tanh need 64-bit integer compares (SSE4.2) to vectorise
 // at all, and floor/ceil/round of float64 the same, so the baseline build runs them scalar.
 // elementwise.cpp picks the table once with cpu_info().
@@ -42,6 +43,8 @@ Table<double> table_baseline_f64();
 #if defined(OPWEAVE_X86_64)
 Table<float> table_avx2_f32();
 Table<double> table_avx2_f64();
+Table<float> table_avx512_f32();
+Table<double> table_avx512_f64();
 #endif
 
 }  // namespace opweave::unary_math
@@ -102,58 +105,64 @@ void run_predicate(const T* src, std::int64_t stride, bool* dst, std::int64_t n)
 // -- simple element functions ---------------------------------------------------------------------
 
 template <typename T>
-T abs_of(T x) {
+OPWEAVE_VM_INLINE T abs_of(T x) {
   return vm::abs(x);
 }
 // 1 for x > 0, -1 for x < 0, x itself for zeros (+0: TensorFlow's sign(-0.0) is +0) and NaN.
 template <typename T>
-T sign_of(T x) {
+OPWEAVE_VM_INLINE T sign_of(T x) {
   T out = vm::select<T>(x > T(0), T(1), T(0));
   out = vm::select<T>(x < T(0), T(-1), out);
   return vm::select<T>(x != x, x, out);
 }
 template <typename T>
-T square_of(T x) {
+OPWEAVE_VM_INLINE T square_of(T x) {
   return x * x;
 }
 template <typename T>
-T reciprocal_of(T x) {
+OPWEAVE_VM_INLINE T reciprocal_of(T x) {
   return T(1) / x;
 }
 template <typename T>
-T squared_difference_of(T a, T b) {
+OPWEAVE_VM_INLINE T squared_difference_of(T a, T b) {
   const T d = a - b;
   return d * d;
 }
 template <typename T>
-bool is_nan_of(T x) {
+OPWEAVE_VM_INLINE bool is_nan_of(T x) {
   return x != x;
 }
 template <typename T>
-bool is_inf_of(T x) {
+OPWEAVE_VM_INLINE bool is_inf_of(T x) {
   return vm::abs(x) == std::numeric_limits<T>::infinity();
 }
 template <typename T>
-bool is_finite_of(T x) {
+OPWEAVE_VM_INLINE bool is_finite_of(T x) {
   return vm::abs(x) < std::numeric_limits<T>::infinity();
 }
 
 // TensorFlow's FloorMod from C's fmod: a non-zero remainder whose sign differs from the
 // divisor's moves by one divisor (so floormod(-7, 2) = 1 and floormod(7, -2) = -1).
 template <typename T>
-T floor_adjust(T trunc_mod, T y) {
+OPWEAVE_VM_INLINE T floor_adjust(T trunc_mod, T y) {
   const bool adjust = (trunc_mod != T(0)) & ((y < T(0)) != (trunc_mod < T(0)));
   return vm::select<T>(adjust, trunc_mod + y, trunc_mod);
 }
 
-float floormod_f32_fast(float x, float y) { return floor_adjust(vm::fmod_f32(x, y), y); }
-float floormod_f32_libm(float x, float y) { return floor_adjust(std::fmod(x, y), y); }
-double floormod_f64(double x, double y) { return floor_adjust(std::fmod(x, y), y); }
-float sin_f32(float x) { return vm::trig_f32(x, 0); }
-float cos_f32(float x) { return vm::trig_f32(x, 1); }
-double sin_f64(double x) { return std::sin(x); }
-double cos_f64(double x) { return std::cos(x); }
-double pow_f64(double x, double y) { return std::pow(x, y); }
+OPWEAVE_VM_INLINE float floormod_f32_fast(float x, float y) {
+  return floor_adjust(vm::fmod_f32(x, y), y);
+}
+OPWEAVE_VM_INLINE float floormod_f32_libm(float x, float y) {
+  return floor_adjust(std::fmod(x, y), y);
+}
+OPWEAVE_VM_INLINE double floormod_f64(double x, double y) {
+  return floor_adjust(std::fmod(x, y), y);
+}
+OPWEAVE_VM_INLINE float sin_f32(float x) { return vm::trig_f32(x, 0); }
+OPWEAVE_VM_INLINE float cos_f32(float x) { return vm::trig_f32(x, 1); }
+OPWEAVE_VM_INLINE double sin_f64(double x) { return std::sin(x); }
+OPWEAVE_VM_INLINE double cos_f64(double x) { return std::cos(x); }
+OPWEAVE_VM_INLINE double pow_f64(double x, double y) { return std::pow(x, y); }
 
 // -- float32 functions with a range of their own -------------------------------------------------
 
@@ -170,8 +179,8 @@ void run_with_fallback(const float* src, std::int64_t stride, float* dst, std::i
   }
 }
 
-float sin_libm(float x) { return std::sin(x); }
-float cos_libm(float x) { return std::cos(x); }
+OPWEAVE_VM_INLINE float sin_libm(float x) { return std::sin(x); }
+OPWEAVE_VM_INLINE float cos_libm(float x) { return std::cos(x); }
 
 void floormod_f32_run(const float* a, std::int64_t sa, const float* b, std::int64_t sb, float* dst,
                       std::int64_t n) {

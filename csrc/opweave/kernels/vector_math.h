@@ -12,6 +12,10 @@
 #include <limits>
 #include <type_traits>
 
+// Every function here is forced inline: the loops that call them vectorise only when the whole
+// computation is in the loop body (GCC does not inline the longer ones on its own).
+#define OPWEAVE_VM_INLINE inline __attribute__((always_inline))
+
 namespace opweave::vector_math {
 
 template <typename T>
@@ -46,14 +50,14 @@ struct ExpTraits<double> {
 };
 
 template <typename T>
-inline typename ExpTraits<T>::Bits to_bits(T v) {
+OPWEAVE_VM_INLINE typename ExpTraits<T>::Bits to_bits(T v) {
   typename ExpTraits<T>::Bits b;
   std::memcpy(&b, &v, sizeof(v));
   return b;
 }
 
 template <typename T>
-inline T from_bits(typename ExpTraits<T>::Bits b) {
+OPWEAVE_VM_INLINE T from_bits(typename ExpTraits<T>::Bits b) {
   T v;
   std::memcpy(&v, &b, sizeof(v));
   return v;
@@ -61,7 +65,7 @@ inline T from_bits(typename ExpTraits<T>::Bits b) {
 
 // c ? a : b without a branch.
 template <typename T>
-inline T select(bool c, T a, T b) {
+OPWEAVE_VM_INLINE T select(bool c, T a, T b) {
   using Bits = typename ExpTraits<T>::Bits;
   const Bits mask = Bits(0) - static_cast<Bits>(c);
   return from_bits<T>((to_bits<T>(a) & mask) | (to_bits<T>(b) & ~mask));
@@ -69,7 +73,7 @@ inline T select(bool c, T a, T b) {
 
 // 2^n for an integer-valued n in [-1022, 1023] (float: [-126, 127]).
 template <typename T>
-inline T pow2i(T n) {
+OPWEAVE_VM_INLINE T pow2i(T n) {
   using E = ExpTraits<T>;
   using Bits = typename E::Bits;
   // n + shifter has n in its low mantissa bits; re-bias them into the exponent field.
@@ -96,7 +100,7 @@ constexpr Coefficients<T, D> inverse_factorials() {
 
 // exp with a Taylor polynomial of degree D (exp below uses the full-precision degree).
 template <typename T, int D>
-inline T exp_n(T x) {
+OPWEAVE_VM_INLINE T exp_n(T x) {
   using E = ExpTraits<T>;
   // Clamp first so the integer part stays small; out-of-range inputs are fixed up at the end.
   // Bit-mask selects throughout: a plain ?: on values that may be NaN or inf keeps a branch under
@@ -120,7 +124,7 @@ inline T exp_n(T x) {
 }
 
 template <typename T>
-inline T exp(T x) {
+OPWEAVE_VM_INLINE T exp(T x) {
   return exp_n<T, ExpTraits<T>::kDegree>(x);
 }
 
@@ -144,7 +148,7 @@ struct TanhTraits<double> {
 // Within 3.1 ulp of a long double tanh (measured on 4M random inputs); tanh(+-0) = +-0, tanh(+-inf)
 // = +-1, NaN -> NaN. Branch-free.
 template <typename T>
-inline T tanh(T x) {
+OPWEAVE_VM_INLINE T tanh(T x) {
   using E = ExpTraits<T>;
   using Bits = typename E::Bits;
   constexpr Bits kSign = Bits(1) << (sizeof(T) * 8 - 1);
@@ -170,7 +174,7 @@ inline T tanh(T x) {
 // e = e^-|x| never overflows: 1/(1+e) for x >= 0, e/(1+e) otherwise. Branch-free, so it
 // vectorises together with the exp.
 template <typename T>
-inline T sigmoid(T x) {
+OPWEAVE_VM_INLINE T sigmoid(T x) {
   const T e = exp(select<T>(x < T(0), x, -x));
   const T r = T(1) / (T(1) + e);
   return select<T>(x >= T(0), r, e * r);
@@ -185,18 +189,18 @@ constexpr typename ExpTraits<T>::Bits sign_mask() {
 }
 
 template <typename T>
-inline T abs(T x) {
+OPWEAVE_VM_INLINE T abs(T x) {
   return from_bits<T>(to_bits<T>(x) & ~sign_mask<T>());
 }
 
 // |mag| with the sign bit of `sign`.
 template <typename T>
-inline T copysign(T mag, T sign) {
+OPWEAVE_VM_INLINE T copysign(T mag, T sign) {
   return from_bits<T>((to_bits<T>(mag) & ~sign_mask<T>()) | (to_bits<T>(sign) & sign_mask<T>()));
 }
 
 template <typename T>
-inline bool signbit(T x) {
+OPWEAVE_VM_INLINE bool signbit(T x) {
   return (to_bits<T>(x) & sign_mask<T>()) != 0;
 }
 
@@ -210,7 +214,7 @@ constexpr T integer_threshold() {
 // subtracting 2^p rounds |x| < 2^p to an integer in the current (nearest-even) mode; larger
 // values, infinities and NaN are returned as they are. The sign of x is kept (rint(-0.3) = -0).
 template <typename T>
-inline T rint(T x) {
+OPWEAVE_VM_INLINE T rint(T x) {
   constexpr T big = integer_threshold<T>();
   const T ax = abs(x);
   const T r = (ax + big) - big;
@@ -220,13 +224,13 @@ inline T rint(T x) {
 // floor and ceil from rint: one step down (up) where rint went up (down). The result has the
 // sign of x, so floor(-0.0) = -0 and ceil(-0.5) = -0 as in C.
 template <typename T>
-inline T floor(T x) {
+OPWEAVE_VM_INLINE T floor(T x) {
   const T t = rint(x);
   return copysign(select<T>(t > x, t - T(1), t), x);
 }
 
 template <typename T>
-inline T ceil(T x) {
+OPWEAVE_VM_INLINE T ceil(T x) {
   const T t = rint(x);
   return copysign(select<T>(t < x, t + T(1), t), x);
 }
@@ -269,7 +273,7 @@ constexpr Coefficients<T, K> atanh_series() {
 // s (f^2/2 + R) is small next to f, so the result keeps f's full precision. Subnormals are scaled
 // by 2^p first. log(0) = -inf, log(inf) = inf, log(x < 0) = NaN, NaN -> NaN. Within ~1 ulp.
 template <typename T, int K>
-inline T log_n(T x) {
+OPWEAVE_VM_INLINE T log_n(T x) {
   using E = ExpTraits<T>;
   using L = LogTraits<T>;
   using Bits = typename E::Bits;
@@ -300,7 +304,7 @@ inline T log_n(T x) {
 }
 
 template <typename T>
-inline T log(T x) {
+OPWEAVE_VM_INLINE T log(T x) {
   return log_n<T, LogTraits<T>::kTerms>(x);
 }
 
@@ -308,7 +312,7 @@ inline T log(T x) {
 // error of u divided by u (u - 1 is exact), so no digits of a small x are lost. When u == 1 the
 // log is 0 and the correction is x itself.
 template <typename T>
-inline T log1p(T x) {
+OPWEAVE_VM_INLINE T log1p(T x) {
   const T u = T(1) + x;
   T out = log(u) + (x - (u - T(1))) / u;
   out = select<T>(u == T(1), x, out);  // also keeps the sign of -0
@@ -335,7 +339,7 @@ struct Expm1Traits<double> {
 // Horner, then expm1(x) = 2^n expm1(r) + (2^n - 1); for large n, e^x = 2^n (expm1(r) + 1) with 2^n
 // as two factors (as in exp), so the range reaches overflow. NaN -> NaN, -inf -> -1, inf -> inf.
 template <typename T>
-inline T expm1(T x) {
+OPWEAVE_VM_INLINE T expm1(T x) {
   using E = ExpTraits<T>;
   using M = Expm1Traits<T>;
   T a = select<T>(x < M::kLow, M::kLow, x);
@@ -364,12 +368,12 @@ inline T expm1(T x) {
 
 // Whether float32 x lies where sin_f32 / cos_f32 reduce exactly enough (elsewhere, including inf
 // and NaN, the callers use the C library).
-inline bool trig_f32_in_range(float x) { return abs(x) <= 1048576.0f; }  // 2^20
+OPWEAVE_VM_INLINE bool trig_f32_in_range(float x) { return abs(x) <= 1048576.0f; }  // 2^20
 
 // sin (quadrant_shift 0) or cos (1) of a float32 x with |x| <= 2^20, in double: x = n pi/2 + r with
 // a two-part pi/2 whose high part has 33 bits (n pi2_hi is exact for n < 2^20), |r| <= pi/4, then a
 // Taylor polynomial of sin or cos of r picked by the quadrant (n + shift) mod 4.
-inline float trig_f32(float xf, int quadrant_shift) {
+OPWEAVE_VM_INLINE float trig_f32(float xf, int quadrant_shift) {
   constexpr double kTwoOverPi = 0.63661977236758134308;
   constexpr double kPio2Hi = 1.5707963267341256e+00;  // 33 bits of pi/2
   constexpr double kPio2Lo = 6.0771005065061922e-11;  // pi/2 - kPio2Hi
@@ -399,7 +403,7 @@ inline float trig_f32(float xf, int quadrant_shift) {
 // C's rules for signs and special values (pow(x, 0) = 1, pow(1, y) = 1, pow(-1, +-inf) = 1, a
 // negative base with an odd integer exponent negates, with a non-integer exponent is NaN, zeros and
 // infinities as C99 F.9.4.4).
-inline float pow_f32(float xf, float yf) {
+OPWEAVE_VM_INLINE float pow_f32(float xf, float yf) {
   const double x = static_cast<double>(xf);
   const double y = static_cast<double>(yf);
   const double ax = abs(x);
@@ -416,7 +420,7 @@ inline float pow_f32(float xf, float yf) {
 
 // Whether fmod_f32 is exact for these operands: |x / y| < 2^24 (elsewhere the callers use the C
 // library). Infinite or NaN operands and y = 0 are handled by fmod_f32 itself.
-inline bool fmod_f32_in_range(float x, float y) {
+OPWEAVE_VM_INLINE bool fmod_f32_in_range(float x, float y) {
   return !(abs(x) >= 16777216.0f * abs(y)) | (abs(x) == std::numeric_limits<float>::infinity()) |
          (y == 0.0f);
 }
@@ -425,7 +429,7 @@ inline bool fmod_f32_in_range(float x, float y) {
 // exact there (the double quotient cannot round across an integer: a float quotient short of an
 // integer is short by at least 2^-25 relative), q y is exact in double, and x - q y is the exact
 // remainder, which a float holds. fmod(x, 0) and fmod(+-inf, y) are NaN, fmod(x, +-inf) = x.
-inline float fmod_f32(float xf, float yf) {
+OPWEAVE_VM_INLINE float fmod_f32(float xf, float yf) {
   const double x = static_cast<double>(xf);
   const double y = static_cast<double>(yf);
   const double qa = abs(x / y);
