@@ -17,6 +17,8 @@
 #include <type_traits>
 #include <vector>
 
+#include "opweave/cpu_info.h"
+#include "opweave/kernels/argminmax_loops.h"
 #include "opweave/kernels/kernel_util.h"
 #include "opweave/kernels/kernels.h"
 #include "opweave/parallel_for.h"
@@ -27,11 +29,7 @@ namespace {
 constexpr std::int64_t kBlock = 64 * 1024;
 constexpr int kLanes = 16;
 
-template <typename T, bool kMax>
-struct Best {
-  T value;
-  std::int64_t index;
-};
+using argminmax_detail::Best;
 
 template <typename T, bool kMax>
 constexpr T start_value() {
@@ -52,8 +50,7 @@ inline Best<T, kMax> better(const Best<T, kMax>& a, const Best<T, kMax>& b) {
   return b.index < a.index ? b : a;
 }
 
-// The best of a contiguous run x[0, n), n <= kBlock; indices relative to x. One lane per element
-// position modulo the lane count; any split into lanes gives the same result (see the top).
+// 1- and 2-byte values (and bool as bytes): scalar lanes; the wider types use the vector loops.
 template <typename T, bool kMax>
 Best<T, kMax> best_of_run_scalar(const T* x, std::int64_t n) {
   T bv[kLanes];
@@ -74,52 +71,22 @@ Best<T, kMax> best_of_run_scalar(const T* x, std::int64_t n) {
   return best;
 }
 
-// 4- and 8-byte values: four 16-byte vectors of values and of indices (integers of the values'
-// width, so a comparison's mask selects both), GCC/Clang vector extensions of the baseline
-// instruction set's width (wider ones are split into scalar code without AVX).
-template <typename T, bool kMax>
-Best<T, kMax> best_of_run_vector(const T* x, std::int64_t n) {
-  using Idx = std::conditional_t<sizeof(T) == 8, std::int64_t, std::int32_t>;
-  typedef T V __attribute__((vector_size(16)));
-  typedef Idx I __attribute__((vector_size(16)));
-  constexpr int L = 16 / sizeof(T);
-  constexpr int kVecs = 4;
-  V b[kVecs];
-  I bi[kVecs], c[kVecs];
-  for (int k = 0; k < kVecs; ++k) {
-    for (int l = 0; l < L; ++l) {
-      b[k][l] = start_value<T, kMax>();
-      bi[k][l] = 0;
-      c[k][l] = static_cast<Idx>(k * L + l);
-    }
-  }
-  std::int64_t i = 0;
-  for (; i + kVecs * L <= n; i += kVecs * L) {
-    for (int k = 0; k < kVecs; ++k) {
-      V v;
-      std::memcpy(&v, x + i + k * L, sizeof(V));
-      const I m = kMax ? (v > b[k]) : (v < b[k]);
-      b[k] = m ? v : b[k];
-      bi[k] = m ? c[k] : bi[k];
-      c[k] += kVecs * L;
-    }
-  }
-  Best<T, kMax> best{b[0][0], bi[0][0]};
-  for (int k = 0; k < kVecs; ++k) {
-    for (int l = 0; l < L; ++l) best = better<T, kMax>(best, {b[k][l], bi[k][l]});
-  }
-  if (i < n) {
-    Best<T, kMax> tail = best_of_run_scalar<T, kMax>(x + i, n - i);
-    tail.index += i;
-    best = better<T, kMax>(best, tail);
-  }
-  return best;
-}
+// The vector loops for this CPU, chosen at load time (see fork_guard.h).
+template <typename T>
+const argminmax_detail::RunFns<T> g_run_fns =
+#if defined(OPWEAVE_X86_64)
+    isa_flags().can_run_avx2_files() ? argminmax_detail::run_fns_avx2<T>() :
+#endif
+                                     argminmax_detail::run_fns_baseline<T>();
 
 template <typename T, bool kMax>
 Best<T, kMax> best_of_run(const T* x, std::int64_t n) {
   if constexpr (sizeof(T) >= 4) {
-    return best_of_run_vector<T, kMax>(x, n);
+    if constexpr (kMax) {
+      return g_run_fns<T>.max(x, n);
+    } else {
+      return g_run_fns<T>.min(x, n);
+    }
   } else {
     return best_of_run_scalar<T, kMax>(x, n);
   }

@@ -37,8 +37,44 @@ bool compare_one(CompareOp op, const T& a, const T& b) {
   return false;
 }
 
+// Both operands laid out like the output, or one of them a single element: plain loops the
+// compiler vectorises (the same comparison per element as the strided path).
+template <typename T, CompareOp Op>
+void compare_flat(const T* pa, std::int64_t sa, const T* pb, std::int64_t sb, bool* po,
+                  std::int64_t n) {
+  if (sa == 1 && sb == 1) {
+    for (std::int64_t i = 0; i < n; ++i) po[i] = compare_one<T>(Op, pa[i], pb[i]);
+  } else if (sa == 1) {
+    const T bv = *pb;
+    for (std::int64_t i = 0; i < n; ++i) po[i] = compare_one<T>(Op, pa[i], bv);
+  } else {
+    const T av = *pa;
+    for (std::int64_t i = 0; i < n; ++i) po[i] = compare_one<T>(Op, av, pb[i]);
+  }
+}
+
 template <typename T, CompareOp Op>
 void compare_typed(const Tensor& a, const Tensor& b, const Tensor& out, ThreadPool* pool) {
+  const std::int64_t n = out.numel();
+  const auto flat = [n](const Tensor& t) -> std::int64_t {
+    if (t.numel() == n && t.is_contiguous()) return 1;
+    return t.numel() == 1 ? 0 : -1;
+  };
+  const std::int64_t fa = flat(a), fb = flat(b);
+  if constexpr (!std::is_same_v<T, std::string>) {
+    if (fa >= 0 && fb >= 0 && (fa == 1 || fb == 1)) {
+      const T* pa = a.data<T>();
+      const T* pb = b.data<T>();
+      bool* po = out.data<bool>();
+      for_elements(
+          pool, n, kElementwiseParallelThreshold,
+          [&](std::int64_t begin, std::int64_t end) {
+            compare_flat<T, Op>(pa + begin * fa, fa, pb + begin * fb, fb, po + begin, end - begin);
+          },
+          1.0);
+      return;
+    }
+  }
   const StridedLoop<2> loop(out.shape(),
                             {broadcast_strides(a, out.shape()), broadcast_strides(b, out.shape())});
   const T* pa = a.data<T>();

@@ -2,7 +2,7 @@
 //
 // The input is viewed as contiguous [O, R, I] (R the scanned axis). With I > 1, rows of I values
 // are combined one after another (out[r] = out[r - 1] op x[r], vectorised across the row). With
-// I == 1 each row is a prefix scan of its own: groups of N values (one 32-byte vector) get their
+// I == 1 each row is a prefix scan of its own: groups of N values (32 bytes) get their
 // in-group prefixes in log2(N) shift-and-add steps, then the running total of the groups before;
 // rows longer than kBlock are cut into fixed blocks whose totals are computed first (in parallel)
 // and combined in order, so each block can start from its own running total. The order of the
@@ -19,10 +19,6 @@
 #include "opweave/kernels/kernel_util.h"
 #include "opweave/kernels/kernels.h"
 #include "opweave/parallel_for.h"
-
-// 32-byte vector values never cross a function boundary outside this file (the helpers inline),
-// so GCC's note that their ABI differs with and without AVX does not apply.
-#pragma GCC diagnostic ignored "-Wpsabi"
 
 namespace opweave {
 namespace {
@@ -41,12 +37,21 @@ struct LaneOf<T, true> {
 template <typename T>
 using Lane = typename LaneOf<T>::type;
 
+// A group of N lanes (8 for 4-byte values, 4 for 8-byte ones) held as two 16-byte vectors, the
+// width every x86-64 CPU has: GCC and Clang split wider vector types into scalar code where the
+// instruction set lacks them, and shuffles across two halves cost no more.
 template <typename T>
-struct Vec {
-  typedef Lane<T> Type __attribute__((vector_size(32)));
+struct Half {
+  typedef Lane<T> Type __attribute__((vector_size(16)));
   typedef std::conditional_t<sizeof(T) == 8, std::int64_t, std::int32_t> MaskLane;
-  typedef MaskLane Mask __attribute__((vector_size(32)));
-  static constexpr int kLanes = 32 / sizeof(T);
+  typedef MaskLane Mask __attribute__((vector_size(16)));
+  static constexpr int kLanes = 16 / sizeof(T);
+};
+
+template <typename T>
+struct Group {
+  typename Half<T>::Type lo, hi;
+  static constexpr int kLanes = 2 * Half<T>::kLanes;
 };
 
 template <typename T, bool kProduct>
@@ -60,11 +65,11 @@ inline T combine(T a, T b) {
 }
 
 template <typename T, bool kProduct>
-inline typename Vec<T>::Type vcombine(typename Vec<T>::Type a, typename Vec<T>::Type b) {
+inline Group<T> gcombine(const Group<T>& a, const Group<T>& b) {
   if constexpr (kProduct) {
-    return a * b;
+    return {a.lo * b.lo, a.hi * b.hi};
   } else {
-    return a + b;
+    return {a.lo + b.lo, a.hi + b.hi};
   }
 }
 
@@ -73,8 +78,8 @@ constexpr T identity() {
   return kProduct ? T(1) : T(0);
 }
 
-// Lane i of the result: v[i - k] (up) or v[i + k] (down), the identity where that falls outside.
-// GCC spells a two-vector shuffle __builtin_shuffle(a, b, mask), clang __builtin_shufflevector.
+// GCC spells a two-vector shuffle __builtin_shuffle(a, b, mask), Clang __builtin_shufflevector;
+// lane i of the result is a[m[i]] for m[i] < lanes, else b[m[i] - lanes].
 #if defined(__clang__)
 #define OPWEAVE_SHUFFLE2(a, b, M, ...) __builtin_shufflevector(a, b, __VA_ARGS__)
 #define OPWEAVE_SHUFFLE1(a, M, ...) __builtin_shufflevector(a, a, __VA_ARGS__)
@@ -83,55 +88,63 @@ constexpr T identity() {
 #define OPWEAVE_SHUFFLE1(a, M, ...) __builtin_shuffle(a, M{__VA_ARGS__})
 #endif
 
+// Lane i of the group result: v[i - K] (up) or v[i + K] (down), the identity where that falls
+// outside the group.
 template <typename T, int K, bool kUp>
-inline typename Vec<T>::Type shifted(typename Vec<T>::Type v, typename Vec<T>::Type id) {
-  using M = typename Vec<T>::Mask;
-  if constexpr (Vec<T>::kLanes == 8) {
-    if constexpr (kUp && K == 1) return OPWEAVE_SHUFFLE2(id, v, M, 0, 8, 9, 10, 11, 12, 13, 14);
-    if constexpr (kUp && K == 2) return OPWEAVE_SHUFFLE2(id, v, M, 0, 1, 8, 9, 10, 11, 12, 13);
-    if constexpr (kUp && K == 4) return OPWEAVE_SHUFFLE2(id, v, M, 0, 1, 2, 3, 8, 9, 10, 11);
-    if constexpr (!kUp && K == 1) return OPWEAVE_SHUFFLE2(v, id, M, 1, 2, 3, 4, 5, 6, 7, 8);
-    if constexpr (!kUp && K == 2) return OPWEAVE_SHUFFLE2(v, id, M, 2, 3, 4, 5, 6, 7, 8, 9);
-    if constexpr (!kUp && K == 4) return OPWEAVE_SHUFFLE2(v, id, M, 4, 5, 6, 7, 8, 9, 10, 11);
-  } else {
-    if constexpr (kUp && K == 1) return OPWEAVE_SHUFFLE2(id, v, M, 0, 4, 5, 6);
-    if constexpr (kUp && K == 2) return OPWEAVE_SHUFFLE2(id, v, M, 0, 1, 4, 5);
-    if constexpr (!kUp && K == 1) return OPWEAVE_SHUFFLE2(v, id, M, 1, 2, 3, 4);
-    if constexpr (!kUp && K == 2) return OPWEAVE_SHUFFLE2(v, id, M, 2, 3, 4, 5);
+inline Group<T> shifted(const Group<T>& v, typename Half<T>::Type id) {
+  using M = typename Half<T>::Mask;
+  constexpr int H = Half<T>::kLanes;
+  if constexpr (K == H) {
+    return kUp ? Group<T>{id, v.lo} : Group<T>{v.hi, id};
+  } else if constexpr (H == 4 && K == 1) {
+    return kUp ? Group<T>{OPWEAVE_SHUFFLE2(id, v.lo, M, 0, 4, 5, 6),
+                          OPWEAVE_SHUFFLE2(v.lo, v.hi, M, 3, 4, 5, 6)}
+               : Group<T>{OPWEAVE_SHUFFLE2(v.lo, v.hi, M, 1, 2, 3, 4),
+                          OPWEAVE_SHUFFLE2(v.hi, id, M, 1, 2, 3, 4)};
+  } else if constexpr (H == 4 && K == 2) {
+    return kUp ? Group<T>{OPWEAVE_SHUFFLE2(id, v.lo, M, 0, 1, 4, 5),
+                          OPWEAVE_SHUFFLE2(v.lo, v.hi, M, 2, 3, 4, 5)}
+               : Group<T>{OPWEAVE_SHUFFLE2(v.lo, v.hi, M, 2, 3, 4, 5),
+                          OPWEAVE_SHUFFLE2(v.hi, id, M, 2, 3, 4, 5)};
+  } else {  // H == 2, K == 1
+    return kUp ? Group<T>{OPWEAVE_SHUFFLE2(id, v.lo, M, 0, 2),
+                          OPWEAVE_SHUFFLE2(v.lo, v.hi, M, 1, 2)}
+               : Group<T>{OPWEAVE_SHUFFLE2(v.lo, v.hi, M, 1, 2),
+                          OPWEAVE_SHUFFLE2(v.hi, id, M, 1, 2)};
   }
 }
 
-// Every lane set to the last (kLast) or the first lane of v.
+// Every lane set to the group's last (kLast) or first lane.
 template <typename T, bool kLast>
-inline typename Vec<T>::Type broadcast_end(typename Vec<T>::Type v) {
-  using M = typename Vec<T>::Mask;
-  if constexpr (Vec<T>::kLanes == 8) {
-    if constexpr (kLast) return OPWEAVE_SHUFFLE1(v, M, 7, 7, 7, 7, 7, 7, 7, 7);
-    return OPWEAVE_SHUFFLE1(v, M, 0, 0, 0, 0, 0, 0, 0, 0);
+inline typename Half<T>::Type broadcast_end(const Group<T>& v) {
+  using M = typename Half<T>::Mask;
+  if constexpr (Half<T>::kLanes == 4) {
+    return kLast ? OPWEAVE_SHUFFLE1(v.hi, M, 3, 3, 3, 3) : OPWEAVE_SHUFFLE1(v.lo, M, 0, 0, 0, 0);
   } else {
-    if constexpr (kLast) return OPWEAVE_SHUFFLE1(v, M, 3, 3, 3, 3);
-    return OPWEAVE_SHUFFLE1(v, M, 0, 0, 0, 0);
+    return kLast ? OPWEAVE_SHUFFLE1(v.hi, M, 1, 1) : OPWEAVE_SHUFFLE1(v.lo, M, 0, 0);
   }
 }
 
 template <typename T>
-inline typename Vec<T>::Type vload(const T* p) {
-  typename Vec<T>::Type v;
-  std::memcpy(&v, p, sizeof(v));
-  return v;
+inline Group<T> gload(const T* p) {
+  Group<T> g;
+  std::memcpy(&g.lo, p, sizeof(g.lo));
+  std::memcpy(&g.hi, p + Half<T>::kLanes, sizeof(g.hi));
+  return g;
 }
 
 template <typename T>
-inline void vstore(T* p, typename Vec<T>::Type v) {
-  std::memcpy(p, &v, sizeof(v));
+inline void gstore(T* p, const Group<T>& g) {
+  std::memcpy(p, &g.lo, sizeof(g.lo));
+  std::memcpy(p + Half<T>::kLanes, &g.hi, sizeof(g.hi));
 }
 
 // The in-group prefix (kUp: of lanes 0..i; else suffix of lanes i..N-1) in log2(N) steps.
 template <typename T, bool kProduct, bool kUp>
-inline typename Vec<T>::Type group_scan(typename Vec<T>::Type v, typename Vec<T>::Type id) {
-  v = vcombine<T, kProduct>(v, shifted<T, 1, kUp>(v, id));
-  v = vcombine<T, kProduct>(v, shifted<T, 2, kUp>(v, id));
-  if constexpr (Vec<T>::kLanes == 8) v = vcombine<T, kProduct>(v, shifted<T, 4, kUp>(v, id));
+inline Group<T> group_scan(Group<T> v, typename Half<T>::Type id) {
+  v = gcombine<T, kProduct>(v, shifted<T, 1, kUp>(v, id));
+  v = gcombine<T, kProduct>(v, shifted<T, 2, kUp>(v, id));
+  if constexpr (Group<T>::kLanes == 8) v = gcombine<T, kProduct>(v, shifted<T, 4, kUp>(v, id));
   return v;
 }
 
@@ -139,18 +152,19 @@ inline typename Vec<T>::Type group_scan(typename Vec<T>::Type v, typename Vec<T>
 // `carry`; returns the total. dst may not overlap src except exactly.
 template <typename T, bool kProduct, bool kReverse>
 T scan_run(const T* src, T* dst, std::int64_t n, T carry) {
-  using V = typename Vec<T>::Type;
-  constexpr std::int64_t kN = Vec<T>::kLanes;
-  V id;
-  for (int i = 0; i < kN; ++i) id[i] = static_cast<Lane<T>>(identity<T, kProduct>());
-  V c;
-  for (int i = 0; i < kN; ++i) c[i] = static_cast<Lane<T>>(carry);
+  using H = typename Half<T>::Type;
+  constexpr std::int64_t kN = Group<T>::kLanes;
+  H id, c;
+  for (int i = 0; i < Half<T>::kLanes; ++i) {
+    id[i] = static_cast<Lane<T>>(identity<T, kProduct>());
+    c[i] = static_cast<Lane<T>>(carry);
+  }
   const std::int64_t groups = n / kN;
   if constexpr (!kReverse) {
     for (std::int64_t g = 0; g < groups; ++g) {
-      V v = group_scan<T, kProduct, true>(vload(src + g * kN), id);
-      v = vcombine<T, kProduct>(v, c);
-      vstore(dst + g * kN, v);
+      Group<T> v = group_scan<T, kProduct, true>(gload(src + g * kN), id);
+      v = gcombine<T, kProduct>(v, Group<T>{c, c});
+      gstore(dst + g * kN, v);
       c = broadcast_end<T, true>(v);
     }
     T acc = static_cast<T>(c[0]);
@@ -162,9 +176,9 @@ T scan_run(const T* src, T* dst, std::int64_t n, T carry) {
   } else {
     const std::int64_t head = n - groups * kN;  // the first `head` values come last
     for (std::int64_t g = groups - 1; g >= 0; --g) {
-      V v = group_scan<T, kProduct, false>(vload(src + head + g * kN), id);
-      v = vcombine<T, kProduct>(v, c);
-      vstore(dst + head + g * kN, v);
+      Group<T> v = group_scan<T, kProduct, false>(gload(src + head + g * kN), id);
+      v = gcombine<T, kProduct>(v, Group<T>{c, c});
+      gstore(dst + head + g * kN, v);
       c = broadcast_end<T, false>(v);
     }
     T acc = static_cast<T>(c[0]);
