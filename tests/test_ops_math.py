@@ -916,3 +916,16 @@ def test_integer_matmul_wraps() -> None:
     with ow.Graph().as_default():
         got = _run(ow.matmul(a, b))
     np.testing.assert_array_equal(got, (a.astype(np.int64) @ b).astype(np.int32))
+
+
+def test_float16_gradients_run_through_float32_kernels() -> None:
+    x0 = np.array([1.0, 2.0, 0.5], np.float16)
+    with ow.Graph().as_default():
+        x = ow.placeholder(ow.float16, [3])
+        # Two paths from x to the loss: their gradients meet in an AddN.
+        (g,) = ow.gradients(ow.reduce_sum(ow.sqrt(x) * ow.log(x)), x)
+        got = _run(g, {x: x0})
+    v = x0.astype(np.float64)
+    want = np.log(v) / (2 * np.sqrt(v)) + np.sqrt(v) / v
+    assert got.dtype == np.float16
+    np.testing.assert_allclose(got, want, rtol=2e-3)

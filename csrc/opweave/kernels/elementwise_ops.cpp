@@ -131,7 +131,7 @@ void register_elementwise_kernels() {
                                ctx.outputs[0] = add_n(ctx.inputs.to_vector(), ctx.intra_pool);
                              };
                            },
-                           CostHint::kMeasure});
+                           CostHint::kMeasure, /*stateful=*/false, /*float16_via_float32=*/true});
 }
 
 }  // namespace opweave
