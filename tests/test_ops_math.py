@@ -929,3 +929,16 @@ def test_float16_gradients_run_through_float32_kernels() -> None:
     want = np.log(v) / (2 * np.sqrt(v)) + np.sqrt(v) / v
     assert got.dtype == np.float16
     np.testing.assert_allclose(got, want, rtol=2e-3)
+
+
+def test_ops_computed_into_their_input_buffer_keep_the_library_fallbacks() -> None:
+    # Huge sin arguments and floormod quotients take the C library; an intermediate input's buffer
+    # may receive the result, so the range must be read before it is overwritten.
+    x0 = np.array([1e7, 3.0e20, 0.5, -1e30] * 2048, np.float32)
+    y0 = np.array([3.0, 7.0, 0.25, -0.3] * 2048, np.float32)
+    with ow.Graph().as_default():
+        x, y = ow.placeholder(ow.float32, x0.shape), ow.placeholder(ow.float32, y0.shape)
+        got = _run([ow.sin(x * 1.0), ow.cos(x * 1.0), ow.floormod(x * 1.0, y)], {x: x0, y: y0})
+    np.testing.assert_allclose(got[0], np.sin(x0.astype(np.float64)), atol=1e-6)
+    np.testing.assert_allclose(got[1], np.cos(x0.astype(np.float64)), atol=1e-6)
+    np.testing.assert_array_equal(got[2], _tf_floormod(x0, y0))

@@ -166,16 +166,20 @@ OPWEAVE_VM_INLINE double pow_f64(double x, double y) { return std::pow(x, y); }
 
 // -- float32 functions with a range of their own -------------------------------------------------
 
-// f over a run, then the elements outside f's range again with the C library's g.
+// f over a run, or, when some element lies outside f's range, each element by f or by the C
+// library's g. The range is checked before anything is written: dst may be src itself (an
+// operation computed into its input's buffer).
 template <float (*F)(float), bool (*InRange)(float), float (*G)(float)>
 void run_with_fallback(const float* src, std::int64_t stride, float* dst, std::int64_t n) {
-  run<float, F>(src, stride, dst, n);
   bool all_in = true;
   for (std::int64_t i = 0; i < n; ++i) all_in &= InRange(src[i * stride]);
-  if (all_in) return;
+  if (all_in) {
+    run<float, F>(src, stride, dst, n);
+    return;
+  }
   for (std::int64_t i = 0; i < n; ++i) {
     const float x = src[i * stride];
-    if (!InRange(x)) dst[i] = G(x);
+    dst[i] = InRange(x) ? F(x) : G(x);
   }
 }
 
@@ -184,14 +188,15 @@ OPWEAVE_VM_INLINE float cos_libm(float x) { return std::cos(x); }
 
 void floormod_f32_run(const float* a, std::int64_t sa, const float* b, std::int64_t sb, float* dst,
                       std::int64_t n) {
-  run2<float, floormod_f32_fast>(a, sa, b, sb, dst, n);
   bool all_in = true;
   for (std::int64_t i = 0; i < n; ++i) all_in &= vm::fmod_f32_in_range(a[i * sa], b[i * sb]);
-  if (all_in) return;
+  if (all_in) {
+    run2<float, floormod_f32_fast>(a, sa, b, sb, dst, n);
+    return;
+  }
   for (std::int64_t i = 0; i < n; ++i) {
-    if (!vm::fmod_f32_in_range(a[i * sa], b[i * sb])) {
-      dst[i] = floormod_f32_libm(a[i * sa], b[i * sb]);
-    }
+    const float x = a[i * sa], y = b[i * sb];
+    dst[i] = vm::fmod_f32_in_range(x, y) ? floormod_f32_fast(x, y) : floormod_f32_libm(x, y);
   }
 }
 
