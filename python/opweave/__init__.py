@@ -25,7 +25,21 @@ except ImportError as exc:  # pragma: no cover - exercised only on broken instal
     ) from exc
 
 from . import _tf_logging as logging
-from . import app, config, errors, flags, kernels, math, models, nn, ops, timeline, tuning
+from . import (
+    app,
+    config,
+    errors,
+    flags,
+    initializers,
+    kernels,
+    math,
+    models,
+    nn,
+    ops,
+    random,
+    timeline,
+    tuning,
+)
 from ._memory import BufferCacheInfo, buffer_cache_info, empty_buffer_cache
 from ._pool import parallel_info
 from ._threadpoolctl import register as _register_threadpoolctl
@@ -73,10 +87,12 @@ from .ops import REGISTRY as _OP_REGISTRY  # noqa: F401  (every op is defined on
 from .ops import executing_eagerly, gradients
 from .ops.array_ops import *  # noqa: F403
 from .ops.control_flow_ops import *  # noqa: F403
+from .ops.init_ops import *  # noqa: F403
 from .ops.math_ops import *  # noqa: F403
 from .ops.nn_ops import relu
+from .ops.random_ops import *  # noqa: F403
 from .ops.script_ops import *  # noqa: F403
-from .session import Session, get_default_session
+from .session import InteractiveSession, Session, get_default_session
 from .tensor_shape import Dimension, TensorShape
 from .tuning import tune
 
@@ -88,6 +104,7 @@ __all__ = [
     "DType",
     "Dimension",
     "Graph",
+    "InteractiveSession",
     "Operation",
     "PoolConfigWarning",
     "RunMetadata",
@@ -143,6 +160,9 @@ __all__ += ["executing_eagerly", "gradients", "relu"]
 __all__ += ops.array_ops.__all__
 __all__ += ops.control_flow_ops.__all__
 __all__ += ops.math_ops.__all__
+__all__ += ops.init_ops.__all__
+__all__ += ops.random_ops.__all__
+__all__ += ["initializers", "random"]
 __all__ += ops.script_ops.__all__
 
 # At interpreter exit (after non-daemon threads were joined, before finalization starts): refuse
