@@ -284,6 +284,7 @@ CASES = [
         REALS + SMALL_INTS + HALF,
         values=_clip_values,
         rtol=1e-3,
+        grad2=True,
     ),
     OpCase(
         "Select",
@@ -293,6 +294,7 @@ CASES = [
         REALS + HALF,
         input_dtypes=lambda d: [np.bool_, d, d],
         threads=False,
+        grad2=True,
     ),
     OpCase(
         "Prod",
