@@ -403,19 +403,72 @@ OPWEAVE_VM_INLINE float trig_f32(float xf, int quadrant_shift) {
 // C's rules for signs and special values (pow(x, 0) = 1, pow(1, y) = 1, pow(-1, +-inf) = 1, a
 // negative base with an odd integer exponent negates, with a non-integer exponent is NaN, zeros and
 // infinities as C99 F.9.4.4).
-OPWEAVE_VM_INLINE float pow_f32(float xf, float yf) {
-  const double x = static_cast<double>(xf);
-  const double y = static_cast<double>(yf);
-  const double ax = abs(x);
-  const double e = exp_n<double, 9>(y * log_n<double, 6>(ax));
+// log of a float32 x in double, for pow: the exponent and mantissa split is done on the float's
+// bits (8 lanes a vector where double would have 4), f = m - 1 is exact in double, and the
+// series (as in log_n) runs in double. x is |base|: >= 0, inf or NaN.
+OPWEAVE_VM_INLINE double log_of_float(float x) {
+  using E = ExpTraits<float>;
+  using L = LogTraits<float>;
+  const bool subnormal = x < L::kMinNormal;
+  const bool finite_positive = (x > 0.0f) & (x < std::numeric_limits<float>::infinity());
+  float xs = select<float>(subnormal, x * L::kSubnormalScale, x);
+  xs = select<float>(finite_positive, xs, 1.0f);
+  std::uint32_t ix = to_bits<float>(xs) + (L::kOne - L::kSqrtHalf);
+  const float biased =
+      from_bits<float>((ix >> E::kMantissa) | to_bits<float>(E::kShifter)) - E::kShifter;
+  const float k = biased - float(E::kBias) - select<float>(subnormal, L::kSubnormalExponent, 0.0f);
+  ix = (ix & ((1u << E::kMantissa) - 1)) + L::kSqrtHalf;
+  using D = ExpTraits<double>;
+  const double f = static_cast<double>(from_bits<float>(ix)) - 1.0;
+  const double kd = static_cast<double>(k);
+  const double s = f / (2.0 + f);
+  const double z = s * s;
+  constexpr auto c = atanh_series<double, 6>();
+  double p = c.v[6];
+#pragma GCC unroll 16
+  for (int i = 5; i >= 1; --i) p = p * z + c.v[i];
+  const double hfsq = 0.5 * f * f;
+  double out = kd * D::kLn2Hi - ((hfsq - (s * (hfsq + p * z) + kd * D::kLn2Lo)) - f);
+  out = select<double>(x == 0.0f, -std::numeric_limits<double>::infinity(), out);
+  out = select<double>(x == std::numeric_limits<float>::infinity(),
+                       std::numeric_limits<double>::infinity(), out);
+  return select<double>(x != x, std::numeric_limits<double>::quiet_NaN(), out);
+}
+
+// pow of float32 in double: |x|^y = e^(y log|x|) with a log good to ~2^-36 and exp to ~2^-36
+// (shorter series than the double functions need), so the float32 result is within an ulp; then
+// C's rules for signs and special values (pow(x, 0) = 1, pow(1, y) = 1, pow(-1, +-inf) = 1, a
+// negative base with an odd integer exponent negates, with a non-integer exponent is NaN, zeros and
+// infinities as C99 F.9.4.4).
+// e^z in double for a result rounded to float32 (pow): z is clamped to [-104, 89], beyond which
+// the float result is 0 or inf anyway, so 2^n stays a normal double and needs one factor; a
+// degree-8 series is within 2^-31. NaN stays NaN.
+OPWEAVE_VM_INLINE double exp_for_float(double z) {
+  using E = ExpTraits<double>;
+  double zc = select<double>(z < -104.0, -104.0, z);
+  zc = select<double>(zc > 89.0, 89.0, zc);
+  const double n = (zc * E::kLog2e + E::kShifter) - E::kShifter;
+  const double r = (zc - n * E::kLn2Hi) - n * E::kLn2Lo;
+  constexpr auto c = inverse_factorials<double, 8>();
+  double p = c.v[8];
+#pragma GCC unroll 16
+  for (int i = 7; i >= 0; --i) p = p * r + c.v[i];
+  return p * pow2i<double>(n);
+}
+
+OPWEAVE_VM_INLINE float pow_f32(float x, float y) {
+  const float ax = abs(x);
+  // Only the logarithm and the exponential need double; the sign and special-value rules are
+  // exact in float (y * 0.5, floor and * 2 of a float are exact).
+  const double e = exp_for_float(static_cast<double>(y) * log_of_float(ax));
+  const float r = static_cast<float>(e);
   const bool y_integer = floor(y) == y;  // true for +-inf too
-  const bool y_odd = y_integer & (floor(y * 0.5) * 2.0 != y);
-  double out = select<double>(signbit(x) & y_odd, -e, e);
-  const bool negative_finite = (x < 0.0) & (x > -std::numeric_limits<double>::infinity());
-  out = select<double>(negative_finite & !y_integer, std::numeric_limits<double>::quiet_NaN(), out);
-  out = select<double>((ax == 1.0) & (abs(y) == std::numeric_limits<double>::infinity()), 1.0, out);
-  out = select<double>((x == 1.0) | (y == 0.0), 1.0, out);
-  return static_cast<float>(out);
+  const bool y_odd = y_integer & (floor(y * 0.5f) * 2.0f != y);
+  float out = select<float>(signbit(x) & y_odd, -r, r);
+  const bool negative_finite = (x < 0.0f) & (x > -std::numeric_limits<float>::infinity());
+  out = select<float>(negative_finite & !y_integer, std::numeric_limits<float>::quiet_NaN(), out);
+  out = select<float>((ax == 1.0f) & (abs(y) == std::numeric_limits<float>::infinity()), 1.0f, out);
+  return select<float>((x == 1.0f) | (y == 0.0f), 1.0f, out);
 }
 
 // Whether fmod_f32 is exact for these operands: |x / y| < 2^24 (elsewhere the callers use the C
