@@ -28,6 +28,8 @@ import pytest
         "opweave.ops.math_reduce",
         "opweave.math",
         "opweave.ops.nn_ops",
+        "opweave.ops.nn_conv",
+        "opweave.layers",
         "opweave.ops.control_flow_ops",
         "opweave.ops.script_ops",
         "opweave.ops.gradients_impl",
