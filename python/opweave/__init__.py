@@ -25,7 +25,20 @@ except ImportError as exc:  # pragma: no cover - exercised only on broken instal
     ) from exc
 
 from . import _tf_logging as logging
-from . import app, config, errors, flags, kernels, models, nn, ops, timeline, tuning
+from . import (
+    app,
+    config,
+    errors,
+    flags,
+    graphdef,
+    kernels,
+    models,
+    nn,
+    ops,
+    timeline,
+    train,
+    tuning,
+)
 from ._memory import BufferCacheInfo, buffer_cache_info, empty_buffer_cache
 from ._pool import parallel_info
 from ._threadpoolctl import register as _register_threadpoolctl
@@ -69,6 +82,7 @@ from .framework import (
     name_scope,
     reset_default_graph,
 )
+from .graphdef import import_graph_def, make_ndarray, make_tensor_proto
 from .ops import REGISTRY as _OP_REGISTRY  # noqa: F401  (every op is defined on import)
 from .ops import executing_eagerly, gradients
 from .ops.array_ops import *  # noqa: F403
@@ -116,13 +130,17 @@ __all__ = [
     "get_default_session",
     "get_num_interop_threads",
     "get_num_threads",
+    "graphdef",
     "half",
+    "import_graph_def",
     "int8",
     "int16",
     "int32",
     "int64",
     "kernels",
     "logging",
+    "make_ndarray",
+    "make_tensor_proto",
     "models",
     "name_scope",
     "nn",
@@ -133,6 +151,7 @@ __all__ = [
     "string",
     "threads",
     "timeline",
+    "train",
     "tune",
     "tuning",
     "uint8",
@@ -167,4 +186,8 @@ def __getattr__(name: str) -> object:
         import importlib
 
         return importlib.import_module(".compat", __name__)
+    if name in ("GraphDef", "NodeDef", "AttrValue", "MetaGraphDef", "TensorProto"):
+        # TensorFlow 1's message classes (tf.GraphDef().ParseFromString(...)), built from the
+        # protobuf package on first use, so that opweave imports without it.
+        return getattr(graphdef, name)
     raise AttributeError(f"module 'opweave' has no attribute {name!r}")
