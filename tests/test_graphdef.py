@@ -610,7 +610,15 @@ def test_a_graph_after_a_failed_import_still_runs_and_imports() -> None:
 
 
 @pytest.mark.parametrize(
-    "module", ["opweave.graphdef", "opweave.graphdef._io", "opweave.train", "opweave.framework"]
+    "module",
+    [
+        "opweave.graphdef",
+        "opweave.graphdef._io",
+        "opweave.graphdef._inspect",
+        "opweave.tuning._frozen",
+        "opweave.train",
+        "opweave.framework",
+    ],
 )
 def test_docstring_examples_hold(module: str) -> None:
     import doctest
