@@ -9,8 +9,8 @@ the worker starts, and hands them back to the system when the plugin is removed.
 once in one worker share its pools, so the threads they use together stay close to that share.
 
 :func:`map_blocks` and :func:`map_partitions` run a graph (or a GraphDef) on every block or
-partition. The graph travels to each worker process once (GraphDef bytes, scattered once to the
-cluster, or one key of the task graph without a distributed client); each worker builds one
+partition. The graph travels to each worker process once (GraphDef bytes, scattered to every
+worker, or one key of the task graph without a distributed client); each worker builds one
 Session per graph, the first time one of its tasks needs it, and every later task reuses it.
 
 Recipe
@@ -156,8 +156,8 @@ MAX_SCATTERED_GRAPHS = 8
 
 
 def _shipped(payload: GraphPayload) -> Any:
-    """The payload as one object of the cluster: scattered once per client when a distributed
-    Client exists (each worker fetches it once), else one key of the task graph."""
+    """The payload as one object of the cluster: scattered once per client to every worker when
+    a distributed Client exists, else one key of the task graph."""
     try:
         from distributed import default_client
 
@@ -170,8 +170,11 @@ def _shipped(payload: GraphPayload) -> Any:
     with _scattered_lock:
         future = _scattered.get(key)
         if future is None or future.client is not client or future.status != "finished":
-            # A random key (hash=False): a key released with an older Future is never reused.
-            future = client.scatter(payload, hash=False)
+            # On every worker (broadcast): a scattered object cannot be recomputed, so it must
+            # outlive the death of any one worker; restarted and new workers copy it from the
+            # others. A random key (hash=False): a key released with an older Future is never
+            # reused. A payload lost with every worker at once is scattered again next call.
+            future = client.scatter(payload, hash=False, broadcast=True)
             _scattered[key] = future
         _scattered.move_to_end(key)
         while len(_scattered) > MAX_SCATTERED_GRAPHS:
