@@ -461,6 +461,29 @@ def test_a_length_prefix_larger_than_the_data_is_data_loss() -> None:
     _import_fails(b"\x0a\xff\xff\xff\xff\x07", ow.errors.DataLossError)
 
 
+def _varint(n: int) -> bytes:
+    out = b""
+    while True:
+        low, n = n & 0x7F, n >> 7
+        if not n:
+            return out + bytes([low])
+        out += bytes([low | 0x80])
+
+
+def _field(number: int, payload: bytes) -> bytes:
+    """A length-delimited protobuf field."""
+    return bytes([number << 3 | 2]) + _varint(len(payload)) + payload
+
+
+def test_attributes_nested_thousands_deep_are_data_loss_not_a_crash() -> None:
+    # AttrValue.func -> NameAttrList.attr -> AttrValue.func -> ... 3000 levels.
+    value = b""
+    for _ in range(3000):
+        value = _field(10, _field(2, _field(1, b"k") + _field(2, value)))
+    node = _field(1, b"n") + _field(2, b"NoOp") + _field(5, _field(1, b"a") + _field(2, value))
+    _import_fails(_field(1, node), ow.errors.DataLossError)
+
+
 def _graph_def(text: str) -> Any:
     from google.protobuf import text_format
 

@@ -20,7 +20,7 @@ import numpy as np
 from .. import errors
 from ..config import ConfigProto
 from ..dtypes import DType, implicit_array
-from ..framework import Graph, Operation, Tensor
+from ..framework import Graph, Tensor
 
 __all__ = ["GraphPayload", "GraphRunner", "runner_for", "tensor_in"]
 
@@ -106,18 +106,16 @@ class GraphRunner:
         self._lock = threading.Lock()
         self._signatures: dict[tuple[tuple[str, ...], tuple[str, ...]], Any] = {}
 
-    def _resolve(
-        self, feeds: Sequence[str], fetches: Sequence[str]
-    ) -> tuple[list[Tensor], list[Tensor | Operation]]:
+    def _callable(self, feeds: Sequence[str], fetches: Sequence[str]) -> Any:
+        """``(feed tensors, Session.make_callable)`` for one signature, made once."""
         key = (tuple(feeds), tuple(fetches))
         with self._lock:
             found = self._signatures.get(key)
             if found is None:
                 feed_ts = [tensor_in(self.graph, n, "feed") for n in feeds]
-                fetch_ts: list[Tensor | Operation] = [
-                    tensor_in(self.graph, n, "fetch") for n in fetches
-                ]
-                found = self._signatures[key] = (feed_ts, fetch_ts)
+                fetch_ts = [tensor_in(self.graph, n, "fetch") for n in fetches]
+                call = self.session.make_callable(fetch_ts, feed_ts)
+                found = self._signatures[key] = (feed_ts, call)
         return found
 
     def run(
@@ -128,12 +126,13 @@ class GraphRunner:
         An array whose dtype does not convert implicitly to its placeholder's is a TypeError
         naming the feed (and ``where``, e.g. the block), not a cast.
         """
-        feed_ts, fetch_ts = self._resolve(list(feeds), list(fetches))
-        values: dict[Tensor, Any] = {}
-        for t, (name, value) in zip(feed_ts, feeds.items(), strict=True):
-            values[t] = checked_feed(value, t.dtype, f"{where}feed {name!r}")
+        feed_ts, call = self._callable(list(feeds), list(fetches))
+        values = [
+            checked_feed(value, t.dtype, f"{where}feed {name!r}")
+            for t, (name, value) in zip(feed_ts, feeds.items(), strict=True)
+        ]
         try:
-            out = self.session.run(fetch_ts, values)
+            out = call(*values)
         except (errors.OpError, TypeError, ValueError) as e:
             raise with_context(e, where.rstrip(": ")) from None
         return list(out)
