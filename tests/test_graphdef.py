@@ -309,6 +309,7 @@ def test_input_map_of_a_control_input() -> None:
         ({"return_elements": ["logits:7"]}, "Requested return_element 'logits:7' not found"),
         ({"return_elements": "logits"}, "list of strings"),
         ({"input_map": [1]}, "dictionary"),
+        ({"name": "bad name!"}, "not a valid name for an import scope"),
     ],
 )
 def test_bad_import_arguments_are_clear_errors_and_change_nothing(
@@ -320,6 +321,17 @@ def test_bad_import_arguments_are_clear_errors_and_change_nothing(
         before = _state(g)
         with pytest.raises((TypeError, ValueError), match=match):
             ow.import_graph_def(gd, **kwargs)
+        assert _state(g) == before
+
+
+def test_input_map_of_a_tensor_of_another_graph_is_refused_before_anything_is_added() -> None:
+    gd = _mlp_graph().as_graph_def()
+    with ow.Graph().as_default():
+        elsewhere = ow.placeholder(ow.float32, shape=(None, 4))
+    with ow.Graph().as_default() as g:
+        before = _state(g)
+        with pytest.raises(ValueError, match="is not an element of this graph"):
+            ow.import_graph_def(gd, input_map={"x": elsewhere})
         assert _state(g) == before
 
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import errors
-from ..framework import Graph, Operation, Tensor, _canonical_device
+from ..framework import _VALID_NAME, Graph, Operation, Tensor, _canonical_device
 from ..ops._op_def import REGISTRY, OpDef
 from ..tensor_shape import TensorShape
 from ._attrs import (
@@ -411,6 +411,9 @@ def import_into(
             mapped[(src, index)] = value
     if missing:
         raise GraphDefError(f"Attempted to map inputs that were not found in graph_def: {missing}")
+    for key, value in input_map.items():
+        if value.graph is not graph:
+            raise ValueError(f"input_map[{key!r}] ({value.name}) is not an element of this graph")
     for ret in return_names:
         src = ret.rpartition(":")[0] if ":" in ret else ret
         if src not in nodes:
@@ -443,6 +446,8 @@ def import_into(
     result = ImportResult()
     with graph._lock:
         prefix = _prefix_for(graph, name)
+        if prefix and not _VALID_NAME.match(prefix):
+            raise ValueError(f"{prefix!r} is not a valid name for an import scope")
         final = _final_names(graph, order, prefix)
         for node in order:
             src_op = node.built
