@@ -189,7 +189,7 @@ def make_tensor_proto(values: Any, dtype: Any = None, shape: Any = None) -> Any:
     """A TensorProto holding ``values`` (TensorFlow's ``tf.make_tensor_proto``).
 
     >>> proto = make_tensor_proto([1.0, 2.0])
-    >>> proto.dtype, list(proto.tensor_shape.dim[0].size for _ in [0])
+    >>> proto.dtype, [d.size for d in proto.tensor_shape.dim]
     (1, [2])
     """
     import numpy as np

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import errors
+from ..dtypes import as_dtype
 from ..framework import _VALID_NAME, Graph, Operation, Tensor, _canonical_device
 from ..ops._op_def import REGISTRY, OpDef
 from ..tensor_shape import TensorShape
@@ -212,8 +213,6 @@ def _node_attrs(node: _Node) -> tuple[dict[str, Any], dict[str, Any], dict[str, 
         elif key not in derived:
             check_tf_only_attr(key, av, where)
     if node.proto.op == "Const" and "value" in values and "dtype" in values:
-        from ..dtypes import as_dtype
-
         held = as_dtype(values["value"].dtype)
         if held is not values["dtype"]:
             raise GraphDefError(
