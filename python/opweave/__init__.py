@@ -31,10 +31,12 @@ from . import (
     errors,
     flags,
     graphdef,
+    initializers,
     kernels,
     models,
     nn,
     ops,
+    random,
     timeline,
     train,
     tuning,
@@ -87,10 +89,12 @@ from .ops import REGISTRY as _OP_REGISTRY  # noqa: F401  (every op is defined on
 from .ops import executing_eagerly, gradients
 from .ops.array_ops import *  # noqa: F403
 from .ops.control_flow_ops import *  # noqa: F403
+from .ops.init_ops import *  # noqa: F403
 from .ops.math_ops import *  # noqa: F403
 from .ops.nn_ops import relu
+from .ops.random_ops import *  # noqa: F403
 from .ops.script_ops import *  # noqa: F403
-from .session import Session, get_default_session
+from .session import InteractiveSession, Session, get_default_session
 from .tensor_shape import Dimension, TensorShape
 from .tuning import tune
 
@@ -102,6 +106,7 @@ __all__ = [
     "DType",
     "Dimension",
     "Graph",
+    "InteractiveSession",
     "Operation",
     "PoolConfigWarning",
     "RunMetadata",
@@ -161,6 +166,9 @@ __all__ += ["executing_eagerly", "gradients", "relu"]
 __all__ += ops.array_ops.__all__
 __all__ += ops.control_flow_ops.__all__
 __all__ += ops.math_ops.__all__
+__all__ += ops.init_ops.__all__
+__all__ += ops.random_ops.__all__
+__all__ += ["initializers", "random"]
 __all__ += ops.script_ops.__all__
 
 # At interpreter exit (after non-daemon threads were joined, before finalization starts): refuse

@@ -11,6 +11,7 @@ failed::
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 __all__ = [
@@ -77,9 +78,15 @@ class OpError(Exception):
         What went wrong.
     error_code : int
         TensorFlow's canonical error code.
+    op : Operation or None
+        The failing operation, as in TensorFlow, when the error came from a run of a graph that
+        has it.
+    node_def : NodeDef-like or None
+        ``op.node_def``: the failing node's name, op type, inputs, device and attributes.
     """
 
     error_code: int = UNKNOWN
+    op: Any = None
 
     def __init__(
         self,
@@ -94,6 +101,18 @@ class OpError(Exception):
         if error_code is not None:
             self.error_code = error_code
         super().__init__(self._describe())
+
+    @property
+    def node_def(self) -> Any:
+        """The failing node's definition (``op.node_def``), or None."""
+        return None if self.op is None else self.op.node_def
+
+    def _attach_graph(self, graph: Any) -> None:
+        """Resolve ``node_name`` to the Operation of ``graph`` that failed (for ``.op``)."""
+        if self.node_name and self.op is None:
+            # A node the core made itself (none today) would have no Python Operation.
+            with contextlib.suppress(KeyError, ValueError):
+                self.op = graph.get_operation_by_name(self.node_name)
 
     def _describe(self) -> str:
         if self.node_name:

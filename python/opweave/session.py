@@ -38,7 +38,7 @@ from .config import (
 from .dtypes import implicit_array
 from .framework import Graph, Operation, Shape, Tensor, get_default_graph
 
-__all__ = ["Session", "get_default_session"]
+__all__ = ["InteractiveSession", "Session", "get_default_session"]
 
 Fetchable = Tensor | Operation | str
 
@@ -48,6 +48,28 @@ def _tf_shape(shape: Shape) -> str:
         return "<unknown>"
     dims = ["?" if d is None else str(d) for d in shape]
     return "(" + ", ".join(dims) + ("," if len(dims) == 1 else "") + ")"
+
+
+def _check_target(target: Any) -> None:
+    """Only the in-process target exists: opweave has no distributed runtime to connect to."""
+    if isinstance(target, bytes):
+        target = _decode_name(target, "target")
+    if not isinstance(target, str):
+        raise TypeError(
+            f"Session's first argument is TensorFlow's `target` (a str, '' for this process), "
+            f"got {type(target).__name__}; pass the graph as graph=..."
+        )
+    if target not in ("", "local"):
+        raise ValueError(
+            f"opweave runs graphs in this process only: target must be '', got {target!r}"
+        )
+
+
+def _decode_name(name: bytes, what: str) -> str:
+    try:
+        return name.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ValueError(f"{what} name {name!r} is not UTF-8") from None
 
 
 def _compatible(shape: Shape, value_shape: tuple[int, ...]) -> bool:
@@ -98,6 +120,8 @@ class _Fetches:
         return lambda values: values[i][()] if values[i].ndim == 0 else values[i]
 
     def _flatten(self, fetches: Any) -> Callable[[list[np.ndarray]], Any]:
+        if isinstance(fetches, bytes):  # TensorFlow takes names as bytes too
+            fetches = _decode_name(fetches, "Fetch")
         if isinstance(fetches, (Tensor, Operation, str)):
             return self._leaf(fetches)
         if isinstance(fetches, Mapping):
@@ -141,6 +165,9 @@ class Session:
 
     Parameters
     ----------
+    target : str, optional
+        TensorFlow's execution engine address. opweave runs in this process only, so it must be
+        ``""`` (the default), as for a local TensorFlow session.
     graph : Graph, optional
         Defaults to the default graph.
     config : ConfigProto, optional
@@ -163,7 +190,10 @@ class Session:
     array([2., 3.], dtype=float32)
     """
 
-    def __init__(self, graph: Graph | None = None, config: ConfigProto | None = None) -> None:
+    def __init__(
+        self, target: str = "", graph: Graph | None = None, config: ConfigProto | None = None
+    ) -> None:
+        _check_target(target)
         if graph is None:
             graph = get_default_graph()
         if not isinstance(graph, Graph):
@@ -234,6 +264,8 @@ class Session:
     # -- running --------------------------------------------------------------------------------
     def _feed_key(self, key: Any, where: str = "feed_dict") -> Tensor:
         """The tensor a feed key (tensor or ``"name:0"``) names; TypeError for anything else."""
+        if isinstance(key, bytes):
+            key = _decode_name(key, "Feed")
         try:
             t = self._graph.as_graph_element(key)
         except (TypeError, KeyError, ValueError) as e:
@@ -291,9 +323,19 @@ class Session:
             and options.trace_level != RunOptions.NO_TRACE
             and run_metadata is not None
         )
-        values, stats = call_core(
-            self._executor.run, feeds, fetches.fetch_ids, fetches.target_ids, pool, timeout, trace
-        )
+        try:
+            values, stats = call_core(
+                self._executor.run,
+                feeds,
+                fetches.fetch_ids,
+                fetches.target_ids,
+                pool,
+                timeout,
+                trace,
+            )
+        except errors.OpError as e:
+            e._attach_graph(self._graph)  # .op and .node_def, as TensorFlow's errors carry
+            raise
         if trace and run_metadata is not None:
             run_metadata.step_stats = self._step_stats(stats or ([], {}))
         return fetches.rebuild(values)
@@ -508,3 +550,37 @@ class Session:
             self._exit_stack.close()
             self._exit_stack = None
         self.close()
+
+
+class InteractiveSession(Session):
+    """A Session that makes itself the default session when created, for shells and notebooks.
+
+    As in TensorFlow 1, :meth:`Tensor.eval` and :meth:`Operation.run` work without a ``with``
+    block once one exists; :meth:`close` stops it being the default. Its graph must be the
+    default graph when ops are added to it (it is, unless ``graph=`` names another).
+
+    Examples
+    --------
+    >>> import opweave as ow
+    >>> with ow.Graph().as_default():
+    ...     sess = ow.InteractiveSession()
+    ...     c = ow.constant([1.0, 2.0]) * 2.0
+    ...     print(c.eval())
+    ...     sess.close()
+    [2. 4.]
+    """
+
+    def __init__(
+        self, target: str = "", graph: Graph | None = None, config: ConfigProto | None = None
+    ) -> None:
+        super().__init__(target, graph, config)
+        self._default_thread: int | None = threading.get_ident()
+        _default_session.push(self)
+
+    def close(self) -> None:
+        """Close the session and stop it being the default session. Idempotent; may be called
+        from any thread."""
+        thread, self._default_thread = self._default_thread, None
+        if thread is not None:
+            _default_session.remove(self, thread)
+        super().close()

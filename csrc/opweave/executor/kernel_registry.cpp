@@ -17,6 +17,7 @@ void register_elementwise_kernels();
 void register_reduction_kernels();
 void register_matmul_kernels();
 void register_array_kernels();
+void register_random_kernels();
 
 namespace {
 
@@ -40,6 +41,7 @@ Registry& storage() { return *g_registry; }
   register_reduction_kernels();
   register_matmul_kernels();
   register_array_kernels();
+  register_random_kernels();
   return true;
 }();
 

@@ -130,6 +130,32 @@ def _save_values(value: object, out: Path) -> None:
     (out / "values.json").write_text(json.dumps(meta))
 
 
+# Ops whose results may differ from one process to the next (and so between two settings of a
+# grid) without any kernel being wrong: a py_function runs arbitrary Python, and a random op
+# without a seed draws a fresh one per process.
+_RANDOM_OPS = frozenset(
+    {
+        "RandomStandardNormal",
+        "TruncatedNormal",
+        "RandomUniform",
+        "RandomUniformInt",
+        "RandomShuffle",
+        "Multinomial",
+    }
+)
+
+
+def unvouched_ops(graph: Any) -> list[str]:
+    """The ops of ``graph`` whose results opweave cannot vouch for, as "type 'name'" strings."""
+    found = []
+    for op in graph.get_operations():
+        if op.type == "PyFunc":
+            found.append(f"py_function '{op.name}'")
+        elif op.type in _RANDOM_OPS and not (op.attrs.get("seed") or op.attrs.get("seed2")):
+            found.append(f"unseeded {op.type} '{op.name}'")
+    return found
+
+
 def run_setting(spec: Mapping[str, Any]) -> dict[str, Any]:
     """Size the pools, build the model, warm up, time ``runs`` runs; the report to write."""
     import opweave as ow
@@ -172,6 +198,7 @@ def run_setting(spec: Mapping[str, Any]) -> dict[str, Any]:
         sess.run(model.fetches, model.feed_dict, options=options, run_metadata=meta)
     _save_values(result, Path(spec["out"]))
     return {
+        "unvouched": unvouched_ops(model.graph),
         "times": times,
         "seen": dataclasses.asdict(parallelism(meta.step_stats)),
         "pools": [ow.get_num_threads(), ow.get_num_interop_threads()],
