@@ -213,8 +213,17 @@ def test_every_op_row_written_by_opweave_runs_in_tensorflow_with_the_same_result
         assert "not in the list of allowed values" in got
         return
     assert not isinstance(got, str), got
+    # A stateful op (random numbers, variables) runs in TensorFlow, but its values are its own.
+    stateful = any(
+        ow.ops.REGISTRY[op.type].stateful
+        for op in graph.get_operations()
+        if op.type != "Placeholder"
+    )
     for g, w, name in zip(got, want, fetches, strict=True):
         w = np.asarray(w)
+        if stateful:
+            assert (g.dtype, g.shape) == (w.dtype, w.shape), name
+            continue
         if w.dtype == object:
             assert g.astype(object).tolist() == w.tolist(), name
             continue

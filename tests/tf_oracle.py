@@ -11,7 +11,7 @@ Commands:
 
 - ``run``: import the GraphDef ``graph_def`` (bytes as uint8) into a new TensorFlow graph, feed
   ``feed:<name>`` arrays, fetch the names in ``fetches``; reply ``out:<i>`` arrays, or
-  ``error`` with TensorFlow's message.
+  ``error`` with TensorFlow's message (and ``stage: run`` when the import worked).
 - ``registry``: TensorFlow's OpDef of each op type in ``ops``: its input arg names, which are
   lists, its attrs with their types and whether they have defaults.
 - ``descriptors``: the serialized FileDescriptorProto of TensorFlow's files holding
@@ -72,8 +72,11 @@ def main() -> None:
         g = tf.Graph()
         with g.as_default():
             v1.import_graph_def(graph_def, name="")
-        with v1.Session(graph=g) as sess:
-            values = sess.run(req["fetches"], feeds)
+        try:
+            with v1.Session(graph=g) as sess:
+                values = sess.run(req["fetches"], feeds)
+        except tf.errors.OpError as e:  # imported, but failed to run (the caller tells apart)
+            return {"error": f"{type(e).__name__}: {e.message}", "stage": "run"}, {}
         return {}, _strings({f"out:{i}": np.asarray(v) for i, v in enumerate(values)})
 
     def registry(req: dict[str, Any], arrays: dict[str, np.ndarray]) -> Reply:
