@@ -133,28 +133,46 @@ def test_tune_a_graph_with_known_shapes_needs_no_feed_and_takes_fetches(
 
 
 @pytest.mark.parametrize(
-    ("args", "message"),
+    ("feeds", "fetches", "message"),
     [
-        ([], "placeholder 'x' has shape [?,8]; give its shape with --feed x:SIZES"),
-        (["--feed", "y:3,8"], "--feed names ['y'], which are not placeholders"),
-        (["--feed", "x:3,9"], "--feed x has shape [3, 9], but the placeholder's shape is [?,8]"),
-        (["--feed", "x:3,8:int32"], "--feed x is int32, the placeholder float32"),
-        (["--feed", "x:3,8", "--fetch", "nope:0"], "--fetch 'nope:0'"),
-        (["--feed", "x:three"], "is not a shape"),
+        ({}, None, "placeholder 'x' has shape [?,8]; give its shape with --feed x:SIZES"),
+        ({"y": {"shape": [3, 8]}}, None, "--feed names ['y'], which are not placeholders"),
+        (
+            {"x": {"shape": [3, 9]}},
+            None,
+            "--feed x has shape [3, 9], but the placeholder's shape is [?,8]",
+        ),
+        (
+            {"x": {"shape": [3, 8], "dtype": "int32"}},
+            None,
+            "--feed x is int32, the placeholder float32",
+        ),
+        ({"x": {"shape": [3, 8]}}, ["nope:0"], "--fetch 'nope:0'"),
     ],
 )
-def test_tune_feed_mistakes_are_usage_errors(
-    capsys: pytest.CaptureFixture[str], args: list[str], message: str
+def test_feed_and_fetch_mistakes_are_model_errors_saying_what_to_fix(
+    feeds: dict[str, dict[str, Any]], fetches: list[str] | None, message: str
+) -> None:
+    with pytest.raises(ModelError) as info:
+        build(str(DATA / "mlp.pb"), feeds, fetches)
+    assert message in str(info.value)
+
+
+def test_a_feed_mistake_stops_the_tuner_with_exit_status_2_and_no_traceback(
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     status, out, err = _cli(
         capsys,
-        "tune", str(DATA / "mlp.pb"), *args, "--intra", "1", "--inter", "1", "--runs", "1",
-        "--no-progress",
+        "tune", str(DATA / "mlp.pb"), "--feed", "x:3,9", "--intra", "1", "--inter", "1",
+        "--runs", "1", "--no-progress",
     )  # fmt: skip
     assert status == 2
     assert out == ""
-    assert message in err
+    assert "--feed x has shape [3, 9], but the placeholder's shape is [?,8]" in err
     assert "Traceback" not in err
+    status, _, err = _cli(capsys, "tune", str(DATA / "mlp.pb"), "--feed", "x:three")
+    assert status == 2
+    assert "is not a shape" in err
 
 
 def test_feed_and_fetch_are_for_graphdef_models_only(capsys: pytest.CaptureFixture[str]) -> None:
