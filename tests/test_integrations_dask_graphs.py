@@ -93,6 +93,14 @@ def test_each_worker_builds_one_session_per_graph_and_reuses_it(client: Client) 
     map_blocks(_mlp(seed=8), "y", {"x": dx}).compute()
     again = {w: n - before[w] for w, n in client.run(_built).items()}
     assert all(n <= 2 for n in again.values()), again
+    # The sessions run on the pools the plugin sized: one thread per worker (threads_per_worker).
+    assert set(client.run(_pools).values()) == {(1, 1)}
+
+
+def _pools() -> tuple[int, int]:
+    import opweave
+
+    return opweave.get_num_threads(), opweave.get_num_interop_threads()
 
 
 def test_the_graph_is_shipped_once_not_with_every_task(
