@@ -18,8 +18,8 @@ import opweave as ow
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from opweave import _pool, kernels
 from op_testing import OpCase, all_cases, draw_inputs
+from opweave import _pool, kernels
 from reference import BINARY, InjectedFailure, Node, RowCall, Spec, build, check, evaluate
 
 # OPWEAVE_HYPOTHESIS_EXAMPLES raises the count for a longer bug hunt.
