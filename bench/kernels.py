@@ -1,17 +1,17 @@
 """Kernel benchmark: opweave vs NumPy (OpenBLAS) vs PyTorch, same work, same process.
 
 Matmul GFLOP/s for n in 256..2048 (float32, float64) and sum GB/s over 1 MiB / 16 MiB / 256 MiB
-arrays and along each axis of a 4096 x 4096 float32 array, data movement (--only array),
-the softmax family and bias_add (--only nn), with 1 and 2 threads. --only conv: conv2d
-(and its two gradients) on typical layer shapes against TensorFlow (oneDNN) and PyTorch,
-one process per thread count (TensorFlow sizes its pools once per process). Peers are pinned
-to the same thread count (threadpoolctl for OpenBLAS, torch.set_num_threads for PyTorch); opweave
-runs on a private pool of that size. Implementations are interleaved, round after round; each turn
-is a short loop of calls, as a user calling the function repeatedly runs it: warm-up calls (the
-core's clock and caches, the implementation's own workers), then back-to-back timed calls whose
-mean is the turn's figure. With 2+ threads each turn first lets the other libraries' idle workers
-park. The median of the turns per implementation is reported, with the ratio opweave / peer.
-Every implementation gets exactly the same treatment.
+arrays and along each axis of a 4096 x 4096 float32 array, data movement (--only array), the
+softmax family and bias_add (--only nn), element-wise math, reductions and scans (--only
+elementwise), with 1 and 2 threads. --only conv: conv2d (and its two gradients) on typical layer
+shapes against TensorFlow (oneDNN) and PyTorch, one process per thread count (TensorFlow sizes its
+pools once per process). Peers are pinned to the same thread count (threadpoolctl for OpenBLAS,
+torch.set_num_threads for PyTorch); opweave runs on a private pool of that size. Implementations
+are interleaved, round after round; each turn is a short loop of calls, as a user calling the
+function repeatedly runs it: warm-up calls (the core's clock and caches, the implementation's own
+workers), then back-to-back timed calls whose mean is the turn's figure. With 2+ threads each turn
+first lets the other libraries' idle workers park. The median of the turns per implementation is
+reported, with the ratio opweave / peer. Every implementation gets exactly the same treatment.
 
     python bench/kernels.py               # full table
     python bench/kernels.py --quick       # fewer sizes and repeats
@@ -628,6 +628,122 @@ def bench_conv(threads_list: list[int], reps: int, quick: bool, clock: str) -> N
             )
 
 
+def _elementwise_cases(mib: int, rng: np.random.Generator) -> list[ArrayCase]:
+    """(label, opweave(threads), numpy(), torch() or None) for float32 arrays of ``mib`` MiB:
+    unary and binary math, comparisons, and reductions / scans of the whole array."""
+    n = mib * (1 << 20) // 4
+    x = rng.uniform(0.5, 2.0, n).astype(np.float32)
+    y = rng.uniform(0.5, 2.0, n).astype(np.float32)
+    tx = torch.from_numpy(x) if torch is not None else None
+    ty = torch.from_numpy(y) if torch is not None else None
+    k = kernels
+    with_torch = torch is not None
+
+    def np_logsumexp() -> Any:
+        m = np.max(x)
+        return np.log(np.sum(np.exp(x - m))) + m
+
+    return [
+        (
+            f"sqrt {mib} MiB",
+            lambda t: k.sqrt(x, _num_threads=t),
+            lambda: np.sqrt(x),
+            (lambda: torch.sqrt(tx)) if with_torch else None,
+        ),
+        (
+            f"log {mib} MiB",
+            lambda t: k.log(x, _num_threads=t),
+            lambda: np.log(x),
+            (lambda: torch.log(tx)) if with_torch else None,
+        ),
+        (
+            f"abs {mib} MiB",
+            lambda t: k.abs(x, _num_threads=t),
+            lambda: np.abs(x),
+            (lambda: torch.abs(tx)) if with_torch else None,
+        ),
+        (
+            f"pow {mib} MiB",
+            lambda t: k.pow(x, y, _num_threads=t),
+            lambda: np.power(x, y),
+            (lambda: torch.pow(tx, ty)) if with_torch else None,
+        ),
+        (
+            f"squared_difference {mib} MiB",
+            lambda t: k.squared_difference(x, y, _num_threads=t),
+            lambda: np.square(x - y),
+            (lambda: torch.square(tx - ty)) if with_torch else None,
+        ),
+        (
+            f"floormod {mib} MiB",
+            lambda t: k.floormod(x, y, _num_threads=t),
+            lambda: np.mod(x, y),
+            (lambda: torch.remainder(tx, ty)) if with_torch else None,
+        ),
+        (
+            f"less {mib} MiB",
+            lambda t: k.less(x, y, _num_threads=t),
+            lambda: np.less(x, y),
+            (lambda: torch.lt(tx, ty)) if with_torch else None,
+        ),
+        (
+            f"reduce_prod {mib} MiB",
+            lambda t: k.reduce_prod(x, _num_threads=t),
+            lambda: np.prod(x),
+            (lambda: torch.prod(tx)) if with_torch else None,
+        ),
+        (
+            f"reduce_logsumexp {mib} MiB",
+            lambda t: k.reduce_logsumexp(x, _num_threads=t),
+            np_logsumexp,
+            (lambda: torch.logsumexp(tx, 0)) if with_torch else None,
+        ),
+        (
+            f"argmax {mib} MiB",
+            lambda t: k.argmax(x, _num_threads=t),
+            lambda: np.argmax(x),
+            (lambda: torch.argmax(tx)) if with_torch else None,
+        ),
+        (
+            f"cumsum {mib} MiB",
+            lambda t: k.cumsum(x, _num_threads=t),
+            lambda: np.cumsum(x),
+            (lambda: torch.cumsum(tx, 0)) if with_torch else None,
+        ),
+    ]
+
+
+def bench_elementwise(threads_list: list[int], reps: int, big: bool) -> list[tuple[Any, ...]]:
+    """Element-wise math (sqrt, log, abs, pow, squared_difference, floormod, less) and whole-array
+    reductions and scans (reduce_prod, reduce_logsumexp, argmax, cumsum) on float32 arrays of
+    1 / 16 / 64 MiB: GB/s of the first input read, against NumPy and PyTorch (numpy's
+    logsumexp is max, exp, sum and log, as scipy computes it)."""
+    rows = []
+    rng = np.random.default_rng(3)
+    for mib in [1, 16, 64] if big else [1, 16]:
+        for label, ours, numpy_fn, torch_fn in _elementwise_cases(mib, rng):
+            in_bytes = mib * (1 << 20)
+            for threads in threads_list:
+                timed: dict[str, Callable[[], Any]] = {
+                    "opweave": lambda f=ours, t=threads: f(t),
+                    "numpy": numpy_fn,
+                }
+                if torch_fn is not None:
+                    timed["torch"] = torch_fn
+                with _Pinned(threads):
+                    med = _interleaved(
+                        timed,
+                        reps,
+                        budget_s=max(1.0, 20 * in_bytes / 5e9),
+                        settle_s=SETTLE_S if threads > 1 else 0.0,
+                    )
+                rows.append(
+                    (label, threads, "GB/s", {k: in_bytes / v / 1e9 for k, v in med.items()})
+                )
+                _print_row(rows[-1])
+    return rows
+
+
 def _print_header() -> None:
     peer = "" if _PEER is None else f"{_PEER[0]:>9}{'ow/' + _PEER[0]:>10}"
     print(
@@ -659,7 +775,9 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="fewer sizes and repeats")
     parser.add_argument("--reps", type=int, default=15, help="rounds per case (median)")
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
-    parser.add_argument("--only", choices=["matmul", "sum", "array", "nn", "conv"], default=None)
+    parser.add_argument(
+        "--only", choices=["matmul", "sum", "array", "nn", "conv", "elementwise"], default=None
+    )
     parser.add_argument("--conv-worker", type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument(
         "--clock",
@@ -723,6 +841,8 @@ def main() -> None:
         bench_array(args.threads, reps, big=not args.quick)
     if args.only in (None, "nn"):
         bench_nn(args.threads, reps, big=not args.quick)
+    if args.only in (None, "elementwise"):
+        bench_elementwise(args.threads, reps, big=not args.quick)
     if args.only in (None, "conv"):
         bench_conv(args.threads, reps, args.quick, args.clock)
 

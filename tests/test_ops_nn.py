@@ -893,3 +893,95 @@ def test_moments_are_tensorflows_mean_and_population_variance(keep: bool) -> Non
     np.testing.assert_allclose(
         half_var, x.astype(np.float16).astype(np.float32).var(0, keepdims=True), rtol=2e-3
     )
+
+
+def test_l2_normalize_is_x_over_its_clipped_norm() -> None:
+    x = np.random.default_rng(7).standard_normal((3, 4))
+    np.testing.assert_allclose(
+        ow.kernels.l2_normalize(x, dim=1), x / np.linalg.norm(x, axis=1, keepdims=True)
+    )
+    np.testing.assert_allclose(ow.kernels.l2_normalize(x), x / np.linalg.norm(x))
+    tiny = np.array([1e-8, 0.0])
+    np.testing.assert_allclose(ow.kernels.l2_normalize(tiny, 0, epsilon=1e-4), tiny / 1e-2)
+    with pytest.raises(ValueError, match="Cannot specify both 'axis' and 'dim'"):
+        ow.kernels.l2_normalize(x, axis=0, dim=0)
+
+
+def test_batch_normalization_is_tensorflows_formula() -> None:
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal((5, 3)).astype(np.float32)
+    mean, var = x.mean(0), x.var(0)
+    offset, scale = rng.standard_normal(3).astype(np.float32), rng.random(3).astype(np.float32)
+    got = ow.kernels.batch_normalization(x, mean, var, offset, scale, 1e-3)
+    np.testing.assert_allclose(got, scale * (x - mean) / np.sqrt(var + 1e-3) + offset, rtol=1e-5)
+    bare = ow.kernels.batch_normalization(x, mean, var, None, None, 1e-3)
+    np.testing.assert_allclose(bare, (x - mean) / np.sqrt(var + 1e-3), rtol=1e-5, atol=1e-6)
+
+
+# Composed functions (no op of their own, so no row): their gradients and (grad2) second
+# derivatives against finite differences, through the row harness's checker. moments has no
+# second derivative to check: as in TensorFlow, the variance's mean is behind stop_gradient, which
+# keeps the first derivative exact but drops the mean's term from the second.
+COMPOSED = [
+    OpCase(
+        "", lambda x: ow.nn.moments(x, [0]), lambda x: None, same_shape(), grad2=False, id="moments"
+    ),
+    OpCase(
+        "",
+        lambda x: ow.nn.l2_normalize(x, 1),
+        lambda x: None,
+        same_shape(),
+        grad2=True,
+        id="l2_normalize",
+    ),
+    OpCase(
+        "",
+        lambda x, m, v, o, s: ow.nn.batch_normalization(x, m, v, o, s, 1e-3),
+        lambda *a: None,
+        same_shape(),
+        grad2=True,
+        id="batch_normalization",
+    ),
+    OpCase("", ow.nn.log_sigmoid, lambda x: None, same_shape(), grad2=True, id="log_sigmoid"),
+    OpCase(
+        "",
+        lambda z, x, w: ow.nn.weighted_cross_entropy_with_logits(z, x, w),
+        lambda *a: None,
+        same_shape(),
+        grad2=True,
+        id="weighted_cross_entropy_with_logits",
+    ),
+    OpCase("", ow.nn.xw_plus_b, lambda *a: None, same_shape(), grad2=True, id="xw_plus_b"),
+]
+COMPOSED_INPUTS = {
+    "moments": [np.array([[0.5, -1.0, 2.0], [1.5, 0.3, -0.7]])],
+    "l2_normalize": [np.array([[0.5, -1.0, 2.0], [1.5, 0.3, -0.7]])],
+    "batch_normalization": [
+        np.array([[0.5, -1.0], [1.5, 0.3]]),
+        np.array([0.2, -0.1]),
+        np.array([0.7, 1.3]),
+        np.array([0.1, 0.4]),
+        np.array([1.2, 0.8]),
+    ],
+    "log_sigmoid": [np.array([-3.0, 0.2, 4.0])],
+    "weighted_cross_entropy_with_logits": [
+        np.array([0.1, 0.9, 0.5]),
+        np.array([-2.0, 0.5, 3.0]),
+        np.array([1.5, 2.0, 0.5]),
+    ],
+    "xw_plus_b": [
+        np.array([[0.5, -1.0]]),
+        np.array([[1.0, 2.0], [0.3, -0.4]]),
+        np.array([0.1, 0.2]),
+    ],
+}
+
+
+@pytest.mark.parametrize("case", COMPOSED, ids=repr)
+def test_composed_functions_differentiate_twice(case: OpCase) -> None:
+    from op_testing import numeric_jacobian_check
+
+    arrays = COMPOSED_INPUTS[case.id]
+    numeric_jacobian_check(case, arrays, {})
+    if case.grad2:
+        numeric_jacobian_check(case, arrays, {}, order=2)

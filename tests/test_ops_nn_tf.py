@@ -96,6 +96,18 @@ VALUE_CASES: list[tuple[str, Callable[..., Any], Callable[..., Any], tuple[np.nd
     ),
     ("moments", lambda x: ow.nn.moments(x, [0, 2]), lambda x: v1.nn.moments(x, [0, 2]), (X4,)),
     (
+        "l2_normalize dim=1",
+        lambda x: ow.nn.l2_normalize(x, dim=1),
+        lambda x: v1.nn.l2_normalize(x, dim=1),
+        (X,),
+    ),
+    (
+        "batch_normalization",
+        lambda x, b: ow.nn.batch_normalization(x, 0.5, 2.0, b, None, 1e-3),
+        lambda x, b: v1.nn.batch_normalization(x, 0.5, 2.0, b, None, 1e-3),
+        (X4, B5),
+    ),
+    (
         "top_k ties",
         lambda x: ow.nn.top_k(x, 4),
         lambda x: v1.nn.top_k(x, 4),
@@ -153,6 +165,13 @@ GRAD_CASES: list[tuple[str, Callable[..., Any], Callable[..., Any], tuple[np.nda
         (X4, B3),
     ),
     ("top_k", lambda x: ow.nn.top_k(x, 3)[0], lambda x: v1.nn.top_k(x, 3)[0], (X,)),
+    ("l2_normalize", lambda x: ow.nn.l2_normalize(x, 0), lambda x: v1.nn.l2_normalize(x, 0), (X,)),
+    (
+        "moments variance",
+        lambda x: ow.nn.moments(x, [0, 1])[1],
+        lambda x: v1.nn.moments(x, [0, 1])[1],
+        (X4,),
+    ),
 ]
 
 

@@ -1,4 +1,4 @@
-"""Neural-network ops: activations, bias_add, top_k / in_top_k (``opweave.nn``).
+"""Neural-network ops: activations, bias_add, top_k / in_top_k, normalization (``opweave.nn``).
 
 Each activation is one element-wise kernel with TensorFlow's formula, and its gradient is
 TensorFlow's gradient op (``Relu6Grad``, ``EluGrad``, ...), itself differentiable where
@@ -51,23 +51,30 @@ from .math_ops import (
     exp,
     greater_equal,
     matmul,
+    maximum,
     multiply,
     negative,
     per_output_element,
     realdiv,
     reduce_mean,
+    reduce_sum,
+    rsqrt,
     select_v2,
     sigmoid,
+    square,
+    squared_difference,
     subtract,
     tanh,
 )
 from .math_ops import range as range_
 
 __all__ = [
+    "batch_normalization",
     "bias_add",
     "elu",
     "embedding_lookup",
     "in_top_k",
+    "l2_normalize",
     "leaky_relu",
     "log_sigmoid",
     "moments",
@@ -669,14 +676,72 @@ def moments(
     half = _dtype_of(t) is float16
     y = cast(t, float32) if half else t
     mean = reduce_mean(y, axes, keepdims=True)
-    # (y - mean)^2 as a product: math's squared_difference is not used here.
-    d = subtract(y, stop_gradient(mean))
-    variance = reduce_mean(multiply(d, d), axes, keepdims=True)
+    variance = reduce_mean(squared_difference(y, stop_gradient(mean)), axes, keepdims=True)
     if not keep:
         mean, variance = squeeze(mean, axes), squeeze(variance, axes)
     if half:
         mean, variance = cast(mean, float16), cast(variance, float16)
     return mean, variance
+
+
+@public
+def l2_normalize(
+    x: TensorLike,
+    axis: Any = None,
+    epsilon: float = 1e-12,
+    name: str | None = None,
+    dim: Any = None,
+) -> Tensor:
+    """``x / sqrt(max(sum(x ** 2, axis), epsilon))``: ``x`` scaled to unit L2 norm along ``axis``
+    (every axis when None); ``dim`` is TensorFlow 1's older name of ``axis``.
+
+    >>> import opweave as ow
+    >>> with ow.Graph().as_default(), ow.Session() as s:
+    ...     print(s.run(ow.nn.l2_normalize([3.0, 4.0], axis=0)))
+    [0.6 0.8]
+    """
+    if axis is not None and dim is not None:
+        raise ValueError("Cannot specify both 'axis' and 'dim'")
+    axis = dim if axis is None else axis
+    eps = _checks.check_float(epsilon, "epsilon", op="l2_normalize")
+    name = _checks.check_name(name, "l2_normalize")
+    t = convert_to_tensor(x)
+    square_sum = reduce_sum(square(t), axis, keepdims=True)
+    inv_norm = rsqrt(maximum(square_sum, np.asarray(eps, _dtype_of(t).as_numpy_dtype)))
+    return multiply(t, inv_norm, name=name)
+
+
+@public
+def batch_normalization(
+    x: TensorLike,
+    mean: TensorLike,
+    variance: TensorLike,
+    offset: TensorLike,
+    scale: TensorLike,
+    variance_epsilon: float,
+    name: str | None = None,
+) -> Tensor:
+    """``scale * (x - mean) / sqrt(variance + variance_epsilon) + offset``, as TensorFlow builds
+    it: ``inv = rsqrt(variance + variance_epsilon) * scale``, then ``x * inv + (offset - mean *
+    inv)``. ``offset`` and ``scale`` may be None; ``mean``, ``variance``, ``offset`` and
+    ``scale`` broadcast against ``x`` (usually the moments over the batch axes).
+
+    >>> import opweave as ow
+    >>> with ow.Graph().as_default(), ow.Session() as s:
+    ...     print(s.run(ow.nn.batch_normalization([1.0, 3.0], 2.0, 1.0, 0.5, 2.0, 0.0)))
+    [-1.5  2.5]
+    """
+    eps = _checks.check_float(variance_epsilon, "variance_epsilon", op="batch_normalization")
+    name = _checks.check_name(name, "batchnorm")
+    t = convert_to_tensor(x)
+    dt = _dtype_of(t)
+    inv = rsqrt(add(variance, np.asarray(eps, dt.as_numpy_dtype)))
+    if scale is not None:
+        inv = multiply(inv, scale)
+    shift = (
+        negative(multiply(mean, inv)) if offset is None else subtract(offset, multiply(mean, inv))
+    )
+    return add(multiply(t, cast(inv, dt)), cast(shift, dt), name=name)
 
 
 # -- embedding_lookup ----------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""``opweave.train``: TensorFlow 1's optimizers and the global step.
+"""``opweave.train``: TensorFlow 1's optimizers, the global step and ``write_graph``.
 
 >>> import opweave as tf
 >>> with tf.Graph().as_default():
@@ -14,10 +14,13 @@
 ...             _ = sess.run(train, {x: [[1.0], [2.0]], y: [[3.0], [6.0]]})
 ...         print(round(float(sess.run(w)[0, 0]), 2), sess.run(step))
 3.0 200
+>>> tf.train.write_graph is tf.graphdef.write_graph
+True
 """
 
 from __future__ import annotations
 
+from ..graphdef import write_graph
 from .adagrad import AdagradOptimizer
 from .adam import AdamOptimizer
 from .gradient_descent import GradientDescentOptimizer
@@ -42,4 +45,5 @@ __all__ = [
     "get_global_step",
     "get_or_create_global_step",
     "global_step",
+    "write_graph",
 ]
