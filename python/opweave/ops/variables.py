@@ -237,9 +237,12 @@ class Variable:
 
     # -- reading --------------------------------------------------------------------------------
     def value(self) -> Tensor:
-        """The variable's value as a tensor: its ``v/read`` Identity, made with the variable
-        (so it does not wait for the control dependencies around a later use; see
-        :meth:`read_value`)."""
+        """The variable's value as a tensor: its ``v/read`` Identity, made with the variable.
+
+        It is a snapshot taken when the read runs -- in a run that also updates the variable,
+        possibly before the update, and an update never changes a value already read (TensorFlow
+        1's ref reads may alias the buffer and see it change). For a read after an update, use
+        :meth:`read_value` inside ``control_dependencies([update])``."""
         return self._snapshot
 
     def read_value(self) -> Tensor:
