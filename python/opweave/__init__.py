@@ -78,10 +78,15 @@ from .dtypes import (
 )
 from .framework import (
     Graph,
+    GraphKeys,
     Operation,
     Tensor,
+    add_to_collection,
+    add_to_collections,
     control_dependencies,
     device,
+    get_collection,
+    get_collection_ref,
     get_default_graph,
     name_scope,
     reset_default_graph,
@@ -96,6 +101,9 @@ from .ops.math_ops import *  # noqa: F403
 from .ops.nn_ops import relu
 from .ops.random_ops import *  # noqa: F403
 from .ops.script_ops import *  # noqa: F403
+from .ops.state_ops import *  # noqa: F403
+from .ops.variable_scopes import *  # noqa: F403
+from .ops.variables import *  # noqa: F403
 from .session import InteractiveSession, Session, get_default_session
 from .tensor_shape import Dimension, TensorShape
 from .tuning import tune
@@ -108,6 +116,7 @@ __all__ = [
     "DType",
     "Dimension",
     "Graph",
+    "GraphKeys",
     "InteractiveSession",
     "Operation",
     "PoolConfigWarning",
@@ -118,6 +127,8 @@ __all__ = [
     "TensorShape",
     "ThreadPoolOptionProto",
     "__version__",
+    "add_to_collection",
+    "add_to_collections",
     "app",
     "as_dtype",
     "bool",
@@ -133,6 +144,8 @@ __all__ = [
     "float16",
     "float32",
     "float64",
+    "get_collection",
+    "get_collection_ref",
     "get_default_graph",
     "get_default_session",
     "get_num_interop_threads",
@@ -174,6 +187,9 @@ __all__ += ops.init_ops.__all__
 __all__ += ops.random_ops.__all__
 __all__ += ["initializers", "random"]
 __all__ += ops.script_ops.__all__
+__all__ += ops.state_ops.__all__
+__all__ += ops.variable_scopes.__all__
+__all__ += ops.variables.__all__
 
 # At interpreter exit (after non-daemon threads were joined, before finalization starts): refuse
 # new calls into the core, cancel the runs still in flight in daemon threads and wait for every

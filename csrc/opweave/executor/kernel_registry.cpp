@@ -21,6 +21,8 @@ void register_nn_kernels();
 void register_random_kernels();
 void register_conv_kernels();
 void register_pool_kernels();
+void register_state_kernels();
+void register_training_kernels();
 
 namespace {
 
@@ -48,6 +50,8 @@ Registry& storage() { return *g_registry; }
   register_random_kernels();
   register_conv_kernels();
   register_pool_kernels();
+  register_state_kernels();
+  register_training_kernels();
   return true;
 }();
 
