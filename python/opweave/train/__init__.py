@@ -1,4 +1,4 @@
-"""``opweave.train``: TensorFlow 1's optimizers and the global step.
+"""``opweave.train``: TensorFlow 1's optimizers, the global step and checkpoints (``Saver``).
 
 >>> import opweave as tf
 >>> with tf.Graph().as_default():
@@ -20,10 +20,28 @@ from __future__ import annotations
 
 from .adagrad import AdagradOptimizer
 from .adam import AdamOptimizer
+from .checkpoint_management import (
+    CheckpointState,
+    checkpoint_exists,
+    generate_checkpoint_state_proto,
+    get_checkpoint_mtimes,
+    get_checkpoint_state,
+    latest_checkpoint,
+    meta_graph_filename,
+    remove_checkpoint,
+    update_checkpoint_state,
+)
+from .checkpoint_utils import (
+    NewCheckpointReader,
+    list_variables,
+    load_checkpoint,
+    load_variable,
+)
 from .gradient_descent import GradientDescentOptimizer
 from .momentum import MomentumOptimizer
 from .optimizer import Optimizer
 from .rmsprop import RMSPropOptimizer
+from .saver import Saver, SaverDef
 from .training_util import (
     create_global_step,
     get_global_step,
@@ -34,12 +52,27 @@ from .training_util import (
 __all__ = [
     "AdagradOptimizer",
     "AdamOptimizer",
+    "CheckpointState",
     "GradientDescentOptimizer",
     "MomentumOptimizer",
+    "NewCheckpointReader",
     "Optimizer",
     "RMSPropOptimizer",
+    "Saver",
+    "SaverDef",
+    "checkpoint_exists",
     "create_global_step",
+    "generate_checkpoint_state_proto",
+    "get_checkpoint_mtimes",
+    "get_checkpoint_state",
     "get_global_step",
     "get_or_create_global_step",
     "global_step",
+    "latest_checkpoint",
+    "list_variables",
+    "load_checkpoint",
+    "load_variable",
+    "meta_graph_filename",
+    "remove_checkpoint",
+    "update_checkpoint_state",
 ]
