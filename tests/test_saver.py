@@ -376,7 +376,7 @@ def test_checkpoint_file_helpers(tmp_path: Path) -> None:
     (tmp_path / ("model.ckpt-1" + fmt.TEMP_MARK + "abc")).write_bytes(b"junk of a killed save")
     tf.train.remove_checkpoint(path)
     assert sorted(os.listdir(tmp_path)) == ["checkpoint"]
-    assert tf.train.meta_graph_filename("a/m-1-00000-of-00002", "mg") == "a/m-1.mg"
+    assert cm.meta_graph_filename("a/m-1-00000-of-00002", "mg") == "a/m-1.mg"
     state = tf.train.generate_checkpoint_state_proto("/d", "/d/m-2", ["/d/m-1"], [1.0, 2.0])
     assert state.all_model_checkpoint_timestamps == [1.0, 2.0]
     with pytest.raises(ValueError, match="timestamps"):

@@ -21,13 +21,11 @@ from __future__ import annotations
 from .adagrad import AdagradOptimizer
 from .adam import AdamOptimizer
 from .checkpoint_management import (
-    CheckpointState,
     checkpoint_exists,
     generate_checkpoint_state_proto,
     get_checkpoint_mtimes,
     get_checkpoint_state,
     latest_checkpoint,
-    meta_graph_filename,
     remove_checkpoint,
     update_checkpoint_state,
 )
@@ -52,7 +50,6 @@ from .training_util import (
 __all__ = [
     "AdagradOptimizer",
     "AdamOptimizer",
-    "CheckpointState",
     "GradientDescentOptimizer",
     "MomentumOptimizer",
     "NewCheckpointReader",
@@ -72,7 +69,6 @@ __all__ = [
     "list_variables",
     "load_checkpoint",
     "load_variable",
-    "meta_graph_filename",
     "remove_checkpoint",
     "update_checkpoint_state",
 ]

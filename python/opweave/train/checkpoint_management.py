@@ -418,8 +418,7 @@ def meta_graph_filename(checkpoint_filename: PathLike, meta_graph_suffix: str = 
     """``<prefix>.meta``: where the meta graph of a checkpoint goes (a sharded prefix's
     ``-?????-of-NNNNN`` is dropped first).
 
-    >>> import opweave as ow
-    >>> ow.train.meta_graph_filename("model.ckpt-100")
+    >>> meta_graph_filename("model.ckpt-100")
     'model.ckpt-100.meta'
     """
     base = re.sub(r"-[\d\?]+-of-\d+$", "", os.fspath(checkpoint_filename))
