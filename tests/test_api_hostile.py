@@ -44,6 +44,8 @@ def _hostile_for(valid: Any) -> list[Any]:
         return [2, "yes", 1.5, _Foreign()]
     if isinstance(valid, (int, np.integer)):
         return [2**64, -(2**64), 10**30, True, 1.5, "1", _Foreign()]
+    if isinstance(valid, ow.DType) or (isinstance(valid, type) and issubclass(valid, np.generic)):
+        return ["float128", np.complex64, 5, "not a dtype", _Foreign()]
     if isinstance(valid, (list, tuple)) and all(
         isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in valid
     ):
@@ -169,6 +171,18 @@ def test_hostile_thread_counts_are_clear_errors(call: Any, bad: Any) -> None:
     before = (ow.get_num_threads(), ow.get_num_interop_threads())
     _must_fail(lambda: call(bad), f"thread control({bad!r})")
     assert (ow.get_num_threads(), ow.get_num_interop_threads()) == before
+
+
+@pytest.mark.parametrize("func", [5, None, "print", _Foreign()])
+def test_a_py_function_body_that_is_not_callable_is_a_type_error(func: Any) -> None:
+    with ow.Graph().as_default():
+        _must_fail(lambda: ow.py_function(func, [ow.constant(1.0)], ow.float32), f"func={func!r}")
+
+
+@pytest.mark.parametrize("tout", ["float128", [ow.float32, "nope"], None, _Foreign()])
+def test_a_py_function_with_hostile_output_dtypes_is_a_clear_error(tout: Any) -> None:
+    with ow.Graph().as_default():
+        _must_fail(lambda: ow.py_function(abs, [ow.constant(1.0)], tout), f"Tout={tout!r}")
 
 
 def test_the_session_still_runs_after_the_walk() -> None:

@@ -381,3 +381,42 @@ def test_big_endian_arrays_are_converted_everywhere(graph: ow.Graph) -> None:
     np.testing.assert_array_equal(got_x, v64.astype(np.float64))
     np.testing.assert_array_equal(got_p, v64.astype(np.float64) * 2)
     np.testing.assert_array_equal(ow.kernels.add(v32, v32), v32.astype(np.float32) * 2)
+
+
+def test_a_py_function_result_too_large_to_materialize_is_resource_exhausted() -> None:
+    # A 16 TiB broadcast view costs nothing in Python; its copy cannot be allocated.
+    def huge(_: np.ndarray) -> np.ndarray:
+        return np.broadcast_to(np.float32(0), (2**42,))
+
+    with ow.Graph().as_default():
+        y = ow.py_function(huge, [ow.constant(1.0)], ow.float32)
+        with ow.Session() as sess:
+            with pytest.raises(errors.ResourceExhaustedError, match=r"shape \[4398046511104\]"):
+                sess.run(ow.reduce_sum(y))
+            assert sess.run(ow.constant(2.0)) == 2.0
+
+
+_ONE_COPY = """
+import resource, numpy as np, opweave as ow
+n = 1 << 27  # 512 MiB of float32
+with ow.Graph().as_default():
+    y = ow.py_function(lambda _: np.broadcast_to(np.float32(1), (n,)), [ow.constant(1.0)],
+                       ow.float32)
+    total = ow.reduce_sum(y)
+    with ow.Session() as sess:
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+        value = sess.run(total)
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+print(value, (peak - before) / (n * 4))
+"""
+
+
+def test_a_broadcast_py_function_result_is_copied_once() -> None:
+    # Making the view contiguous before copying it into the result doubled the peak memory.
+    import subprocess
+
+    out = subprocess.run(
+        [sys.executable, "-c", _ONE_COPY], capture_output=True, text=True, timeout=120, check=True
+    ).stdout.split()
+    assert float(out[0]) == pytest.approx(1 << 27, rel=1e-6)
+    assert float(out[1]) < 1.5, f"peak memory grew by {out[1]} x the result's size"

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import collections
 import signal
+import subprocess
+import sys
 import textwrap
 import threading
 import time
@@ -590,3 +592,37 @@ def test_as_default_makes_the_session_default_for_eval_and_run_without_closing_i
     with pytest.raises(ValueError, match="Cannot evaluate without a session"):
         c.eval()
     sess.close()
+
+
+_DEEP_NESTING = """
+import sys, numpy as np, opweave as ow
+sys.setrecursionlimit(1_000_000)  # Python's own limit must not be what stops it
+with ow.Graph().as_default():
+    sess = ow.Session(config=ow.ConfigProto(inter_op_parallelism_threads={inter}))
+    depth_in = ow.placeholder(ow.float32, shape=())
+    def nest(v):
+        d = int(v)
+        return np.float32(0) if d <= 0 else sess.run(y, {{depth_in: np.float32(d - 1)}})
+    y = ow.py_function(nest, [depth_in], ow.float32)
+    try:
+        sess.run(y, {{depth_in: np.float32(100_000)}})
+    except ow.errors.ResourceExhaustedError as e:
+        print("refused:", e.message)
+    print("after:", sess.run(y, {{depth_in: np.float32(5)}}))
+"""
+
+
+@pytest.mark.parametrize("inter", [1, -1], ids=["pool_thread", "caller_thread"])
+def test_nesting_runs_deeper_than_the_stack_holds_is_resource_exhausted_not_a_crash(
+    inter: int,
+) -> None:
+    out = subprocess.run(
+        [sys.executable, "-c", _DEEP_NESTING.format(inter=inter)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "refused: Session.run nested" in out.stdout
+    assert "would overflow this thread's stack" in out.stdout
+    assert "after: 0.0" in out.stdout

@@ -86,6 +86,36 @@ def test_a_fractional_cgroup_quota_rounds_up_and_shows_in_parallel_info(tmp_path
     assert f"cgroup quota 1.50 -> {min(cpus, 2)})" in out
 
 
+@pytest.mark.parametrize("kind", ["device", "fifo", "huge"])
+def test_an_environment_named_cgroup_file_that_is_not_small_and_regular_is_ignored_with_a_reason(
+    tmp_path: Path, kind: str
+) -> None:
+    # /dev/zero never ends and a FIFO without a writer blocks its reader: parallel_info() and
+    # the pool sizes must neither hang nor read without bound, and say what they ignored.
+    if kind == "device":
+        path = "/dev/zero"
+    elif kind == "fifo":
+        path = str(tmp_path / "fifo")
+        os.mkfifo(path)
+    else:
+        path = str(tmp_path / "huge")
+        Path(path).write_text("0::/" + "a" * (1 << 20))
+    cpus = len(os.sched_getaffinity(0))
+    env = {"OPWEAVE_PROC_SELF_CGROUP": path, "OPWEAVE_CGROUP_ROOT": str(tmp_path)}
+    assert _sizes(**env) == (cpus, cpus)
+    out = subprocess.run(
+        [sys.executable, "-c", "import opweave; print(opweave.parallel_info())"],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout
+    reason = "is larger than 64 KiB" if kind == "huge" else "is not a regular file"
+    reason += "; ignored"
+    assert f"cgroup quota none: {path} {reason}" in out
+
+
 def test_no_quota_file_and_unlimited_quotas_leave_the_affinity_mask(tmp_path: Path) -> None:
     cpus = len(os.sched_getaffinity(0))
     assert _sizes(**_fake_cgroups(tmp_path / "none", None)) == (cpus, cpus)

@@ -472,3 +472,46 @@ def test_compat_v1_exposes_the_same_api() -> None:
     assert tf.get_variable is ow.get_variable
     assert tf.train.AdamOptimizer is ow.train.AdamOptimizer
     assert tf.GraphKeys.GLOBAL_VARIABLES == "variables"
+
+
+def test_default_initializer_of_float_variables_is_glorot_uniform() -> None:
+    with ow.Graph().as_default():
+        ow.set_random_seed(3)
+        w = ow.get_variable("w", [30, 40])
+        with ow.Session() as s:
+            s.run(w.initializer)
+            value = s.run(w)
+    limit = np.sqrt(6.0 / (30 + 40))
+    assert np.abs(value).max() <= limit
+    assert value.std() == pytest.approx(limit / np.sqrt(3), rel=0.1)  # uniform's spread
+
+
+def test_variables_in_lists_control_dependencies_and_list_ops() -> None:
+    with ow.Graph().as_default():
+        v = ow.Variable([1.0, 2.0])
+        w = ow.Variable(3.0)
+        packed = ow.convert_to_tensor([w, 4.0])  # auto-packing takes Variables
+        stacked = ow.stack([v, v])
+        joined = ow.concat([v, v], 0)
+        total = ow.add_n([v, v])
+        with ow.control_dependencies([v]):  # the VariableV2 op, as TensorFlow
+            c = ow.constant(1.0)
+        assert c.op.control_inputs == (v.op,)
+        with ow.Session() as s:
+            s.run(ow.global_variables_initializer())
+            got = s.run([packed, stacked, joined, total])
+            assert got[0].tolist() == [3.0, 4.0]
+            assert got[1].tolist() == [[1.0, 2.0], [1.0, 2.0]]
+            assert got[2].tolist() == [1.0, 2.0, 1.0, 2.0]
+            assert got[3].tolist() == [2.0, 4.0]
+
+
+def test_variable_nodes_with_one_shared_name_share_the_value() -> None:
+    with ow.Graph().as_default():
+        a = ow.ops.state_ops.variable_op_v2([2], ow.float32, name="a", shared_name="shared")
+        b = ow.ops.state_ops.variable_op_v2([2], ow.float32, name="b", shared_name="shared")
+        c = ow.ops.state_ops.variable_op_v2([2], ow.float32, name="c")
+        with ow.Session() as s:
+            s.run(ow.assign(a, [1.0, 2.0]))
+            assert s.run(b).tolist() == [1.0, 2.0]
+            assert not s.run(ow.is_variable_initialized(c))

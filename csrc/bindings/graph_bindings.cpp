@@ -31,6 +31,19 @@ class PythonException : public std::runtime_error {
   std::shared_ptr<py::object> value_;
 };
 
+// "TypeName: str(exc)" for the run's error message. Not error_already_set::what(), which formats
+// the whole traceback: an error raised N nested runs deep is caught once per level on its way
+// out, and formatting its ever longer traceback each time made unwinding quadratic (seconds).
+std::string describe_exception(const py::object& exc) {
+  std::string what = py::str(py::type::of(exc).attr("__qualname__")).cast<std::string>();
+  try {
+    what += ": " + py::str(exc).cast<std::string>();
+  } catch (py::error_already_set&) {
+    what += " (its str() failed)";  // the user's __str__ raised: the type alone must do
+  }
+  return what;
+}
+
 // A plain attribute (attr_conversion.h), or a py_function body wrapped as a HostFunction.
 AttrValue node_attr_from_python(const py::handle& v) {
   if (PyCallable_Check(v.ptr())) {
@@ -56,8 +69,8 @@ AttrValue node_attr_from_python(const py::handle& v) {
             }
             return outputs;
           } catch (py::error_already_set& e) {
-            std::string what = e.what();
             py::object exc = e.value();
+            const std::string what = describe_exception(exc);
             // Keep the frames of the py_function body on the exception object itself.
             if (e.trace() && !e.trace().is_none())
               PyException_SetTraceback(exc.ptr(), e.trace().ptr());
@@ -136,9 +149,12 @@ void register_graph(py::module_& m) {
             d.control_inputs = control_inputs;
             for (const auto& [k, v] : attrs) {
               const std::string key = k.cast<std::string>();
-              // An empty list carries no element type: Tout is always a list of dtypes.
-              d.attrs[key] = key == "Tout" ? AttrValue{v.cast<std::vector<DType>>()}
-                                           : node_attr_from_python(v);
+              // An empty list carries no element type: a list called Tout (PyFunc's) is always a
+              // list of dtypes. A single dtype called Tout (RandomUniformInt's) is a dtype.
+              const bool dtype_list =
+                  key == "Tout" && (py::isinstance<py::list>(v) || py::isinstance<py::tuple>(v));
+              d.attrs[key] =
+                  dtype_list ? AttrValue{v.cast<std::vector<DType>>()} : node_attr_from_python(v);
             }
             d.device = device;
             d.num_outputs = num_outputs;

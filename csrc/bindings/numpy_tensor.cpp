@@ -108,10 +108,18 @@ std::shared_ptr<py::object> gil_safe_ref(py::object object) {
 Tensor tensor_copy_from_numpy(const py::array& array) {
   const DType dtype = dtype_from_numpy(array.dtype());
   if (dtype == DType::kString) return strings_from_numpy(array);
-  py::array c = py::array::ensure(array, py::array::c_style);
-  Shape shape(c.shape(), c.shape() + c.ndim());
+  Shape shape(array.shape(), array.shape() + array.ndim());
+  // One copy, straight into the tensor: making the array contiguous first would materialise a
+  // second full copy of a strided or broadcast view (a zero-stride view of 16 GiB took 32).
+  // Tensor::empty throws ResourceExhausted when the result cannot be allocated at all.
   Tensor t = Tensor::empty(dtype, shape);
-  if (t.nbytes()) std::memcpy(t.raw_data(), c.data(), t.nbytes());
+  if (t.nbytes() == 0) return t;
+  if ((array.flags() & py::detail::npy_api::constants::NPY_ARRAY_C_CONTIGUOUS_) != 0) {
+    std::memcpy(t.raw_data(), array.data(), t.nbytes());
+    return t;
+  }
+  py::array destination = numpy_from_tensor(t, /*writeable=*/true, /*copy=*/false);
+  py::module_::import("numpy").attr("copyto")(destination, array, py::arg("casting") = "no");
   return t;
 }
 

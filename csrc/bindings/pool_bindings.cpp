@@ -64,6 +64,7 @@ py::dict runtime_info_dict() {
   d["online_cpus"] = info.cpu.online_cpus;
   d["affinity_cpus"] = info.cpu.affinity_cpus;
   d["cgroup_quota_cpus"] = info.cpu.cgroup_quota_cpus;
+  d["cgroup_error"] = info.cpu.cgroup_error;
   d["available_cpus"] = info.cpu.available_cpus;
   d["isa"] = info.cpu.isa;
   return d;

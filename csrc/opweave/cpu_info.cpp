@@ -3,13 +3,14 @@
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <cpuid.h>
 #endif
+#include <fcntl.h>
 #include <sched.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cmath>
 #include <cstdlib>
-#include <fstream>
 #include <sstream>
 #include <string>
 
@@ -21,9 +22,52 @@ bool is_directory(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
+// The files read here are a few bytes long; a larger one is not a cgroup file.
+constexpr std::size_t kMaxCgroupFileBytes = 64 * 1024;
+
+// The whole of a small regular file. Missing: false with no error. Anything else that is not a
+// regular file of at most kMaxCgroupFileBytes (a device such as /dev/zero, a FIFO, which would
+// block, a huge file): false with *error saying why, so a path named by the environment can
+// neither hang the process nor make it read without bound.
+bool read_small_file(const std::string& path, std::string* text, std::string* error) {
+  // O_NONBLOCK: opening a FIFO with no writer would otherwise wait forever.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return false;
+  struct stat st{};
+  bool ok = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+  if (!ok) {
+    if (error != nullptr) *error = path + " is not a regular file; ignored";
+  } else {
+    // Files under /proc and /sys report size 0, so read up to the cap instead of trusting it.
+    char buffer[4096];
+    text->clear();
+    for (;;) {
+      const ssize_t n = ::read(fd, buffer, sizeof(buffer));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        ok = n == 0;
+        break;
+      }
+      text->append(buffer, static_cast<std::size_t>(n));
+      if (text->size() > kMaxCgroupFileBytes) {
+        ok = false;
+        if (error != nullptr) {
+          *error = path + " is larger than " + std::to_string(kMaxCgroupFileBytes / 1024) +
+                   " KiB; ignored";
+        }
+        break;
+      }
+    }
+  }
+  ::close(fd);
+  return ok;
+}
+
 // A whole number or decimal at the start of a file; false when missing or not a number.
-bool read_number(const std::string& path, double* out) {
-  std::ifstream in(path);
+bool read_number(const std::string& path, double* out, std::string* error) {
+  std::string contents;
+  if (!read_small_file(path, &contents, error)) return false;
+  std::istringstream in(contents);
   std::string text;
   if (!(in >> text)) return false;
   char* end = nullptr;
@@ -34,8 +78,10 @@ bool read_number(const std::string& path, double* out) {
 }
 
 // cgroup v2 cpu.max: "<quota> <period>" (a limit) or "max <period>" (none). 0 when none.
-double read_cpu_max(const std::string& dir) {
-  std::ifstream in(dir + "/cpu.max");
+double read_cpu_max(const std::string& dir, std::string* error) {
+  std::string contents;
+  if (!read_small_file(dir + "/cpu.max", &contents, error)) return 0;
+  std::istringstream in(contents);
   std::string quota, period;
   if (!(in >> quota >> period) || quota == "max") return 0;
   char* qend = nullptr;
@@ -47,10 +93,10 @@ double read_cpu_max(const std::string& dir) {
 }
 
 // cgroup v1: cpu.cfs_quota_us (-1 = none) over cpu.cfs_period_us. 0 when none.
-double read_cfs_quota(const std::string& dir) {
+double read_cfs_quota(const std::string& dir, std::string* error) {
   double quota = 0, period = 0;
-  if (!read_number(dir + "/cpu.cfs_quota_us", &quota) ||
-      !read_number(dir + "/cpu.cfs_period_us", &period) || quota <= 0 || period <= 0) {
+  if (!read_number(dir + "/cpu.cfs_quota_us", &quota, error) ||
+      !read_number(dir + "/cpu.cfs_period_us", &period, error) || quota <= 0 || period <= 0) {
     return 0;
   }
   return quota / period;
@@ -58,7 +104,8 @@ double read_cfs_quota(const std::string& dir) {
 
 // The smallest positive quota read by `read` from <mount><path> up to <mount> itself.
 template <typename Read>
-double smallest_quota_up_to_the_root(const std::string& mount, std::string path, Read read) {
+double smallest_quota_up_to_the_root(const std::string& mount, std::string path, Read read,
+                                     std::string* error) {
   if (path.empty() || path[0] != '/') path = "/" + path;
   while (path.size() > 1 && path.back() == '/') path.pop_back();
   // Not under this mount (a container whose mount is its own cgroup, or a path outside the
@@ -66,7 +113,7 @@ double smallest_quota_up_to_the_root(const std::string& mount, std::string path,
   if (path.find("/..") != std::string::npos || !is_directory(mount + path)) path = "/";
   double smallest = 0;
   for (;;) {
-    const double q = read(path == "/" ? mount : mount + path);
+    const double q = read(path == "/" ? mount : mount + path, error);
     if (q > 0 && (smallest == 0 || q < smallest)) smallest = q;
     if (path == "/") break;
     const std::size_t slash = path.rfind('/');
@@ -92,7 +139,8 @@ bool lists_cpu_controller(const std::string& controllers) {
 
 }  // namespace
 
-double cgroup_quota_cpus(const std::string& cgroup_root, const std::string& proc_self_cgroup) {
+double cgroup_quota_cpus(const std::string& cgroup_root, const std::string& proc_self_cgroup,
+                         std::string* error) {
   // The v1 cpu controller's mount: "cpu" (usually a link to "cpu,cpuacct") or the joint name.
   std::string v1_mount = cgroup_root + "/cpu";
   for (const char* name : {"cpu", "cpu,cpuacct", "cpuacct,cpu"}) {
@@ -101,11 +149,14 @@ double cgroup_quota_cpus(const std::string& cgroup_root, const std::string& proc
       break;
     }
   }
-  std::ifstream in(proc_self_cgroup);
-  if (!in) {
+  std::string contents;
+  std::string self_error;
+  if (!read_small_file(proc_self_cgroup, &contents, &self_error)) {
+    if (!self_error.empty() && error != nullptr) *error = self_error;
     // Unknown cgroup: read the roots alone (where a container's own cgroup is mounted).
-    return smaller_quota(read_cpu_max(cgroup_root), read_cfs_quota(v1_mount));
+    return smaller_quota(read_cpu_max(cgroup_root, error), read_cfs_quota(v1_mount, error));
   }
+  std::istringstream in(contents);
   double quota = 0;
   std::string line;
   while (std::getline(in, line)) {
@@ -116,9 +167,11 @@ double cgroup_quota_cpus(const std::string& cgroup_root, const std::string& proc
     const std::string controllers = line.substr(first + 1, second - first - 1);
     const std::string path = line.substr(second + 1);
     if (id == "0" && controllers.empty()) {
-      quota = smaller_quota(quota, smallest_quota_up_to_the_root(cgroup_root, path, read_cpu_max));
+      quota = smaller_quota(quota,
+                            smallest_quota_up_to_the_root(cgroup_root, path, read_cpu_max, error));
     } else if (lists_cpu_controller(controllers)) {
-      quota = smaller_quota(quota, smallest_quota_up_to_the_root(v1_mount, path, read_cfs_quota));
+      quota = smaller_quota(quota,
+                            smallest_quota_up_to_the_root(v1_mount, path, read_cfs_quota, error));
     }
   }
   return quota;
@@ -177,8 +230,9 @@ CpuInfo cpu_info() {
   // Testing only (cpu_info.h): fake trees stand in for the machine's.
   const char* root = std::getenv("OPWEAVE_CGROUP_ROOT");
   const char* self = std::getenv("OPWEAVE_PROC_SELF_CGROUP");
-  info.cgroup_quota_cpus = cgroup_quota_cpus(root != nullptr ? root : "/sys/fs/cgroup",
-                                             self != nullptr ? self : "/proc/self/cgroup");
+  info.cgroup_quota_cpus =
+      cgroup_quota_cpus(root != nullptr ? root : "/sys/fs/cgroup",
+                        self != nullptr ? self : "/proc/self/cgroup", &info.cgroup_error);
   info.available_cpus = info.affinity_cpus;
   if (info.cgroup_quota_cpus > 0) {
     const int quota = static_cast<int>(std::ceil(info.cgroup_quota_cpus));

@@ -10,6 +10,7 @@ struct CpuInfo {
   int online_cpus = 1;           // CPUs the machine has online
   int affinity_cpus = 1;         // CPUs in this process's sched_getaffinity mask
   double cgroup_quota_cpus = 0;  // cgroup CPU quota in CPUs (0 = no quota)
+  std::string cgroup_error;      // why a cgroup file was ignored ("" = none was)
   int available_cpus = 1;        // what "0 = the system picks" means: min(affinity, ceil(quota))
   bool has_avx2 = false;
   bool has_fma = false;
@@ -35,9 +36,11 @@ CpuInfo cpu_info();
 //   A cgroup directory that does not exist under the root (a container whose mount starts at its
 //     own cgroup while the file shows the host's path) is read at the mount's root instead. A
 //     missing or unreadable file, or a missing proc_self_cgroup (then only the root is read), is
-//     no quota. Thread-safe.
+//     no quota. A file that is not a regular file (a device, a FIFO) or is over 64 KiB is not read
+//     (no quota from it), and *error (when given) says which and why. Thread-safe.
 //   cgroup_quota_cpus("/sys/fs/cgroup", "/proc/self/cgroup")  // e.g. 1.5 under CPUQuota=150%
-double cgroup_quota_cpus(const std::string& cgroup_root, const std::string& proc_self_cgroup);
+double cgroup_quota_cpus(const std::string& cgroup_root, const std::string& proc_self_cgroup,
+                         std::string* error = nullptr);
 
 // Instruction-set extensions the CPU offers *and* the OS enables: an AVX or AVX-512 flag is set
 // only when XCR0 says the OS saves the wider register state (YMM; opmask + ZMM for AVX-512), as

@@ -25,7 +25,21 @@ except ImportError as exc:  # pragma: no cover - exercised only on broken instal
     ) from exc
 
 from . import _tf_logging as logging
-from . import app, config, errors, flags, kernels, models, nn, ops, timeline, train, tuning
+from . import (
+    app,
+    config,
+    errors,
+    flags,
+    initializers,
+    kernels,
+    models,
+    nn,
+    ops,
+    random,
+    timeline,
+    train,
+    tuning,
+)
 from ._memory import BufferCacheInfo, buffer_cache_info, empty_buffer_cache
 from ._pool import parallel_info
 from ._threadpoolctl import register as _register_threadpoolctl
@@ -78,8 +92,10 @@ from .ops import REGISTRY as _OP_REGISTRY  # noqa: F401  (every op is defined on
 from .ops import executing_eagerly, gradients
 from .ops.array_ops import *  # noqa: F403
 from .ops.control_flow_ops import *  # noqa: F403
+from .ops.init_ops import *  # noqa: F403
 from .ops.math_ops import *  # noqa: F403
 from .ops.nn_ops import relu
+from .ops.random_ops import *  # noqa: F403
 from .ops.script_ops import *  # noqa: F403
 from .ops.state_ops import *  # noqa: F403
 from .ops.variable_scopes import *  # noqa: F403
@@ -157,6 +173,9 @@ __all__ += ["executing_eagerly", "gradients", "relu"]
 __all__ += ops.array_ops.__all__
 __all__ += ops.control_flow_ops.__all__
 __all__ += ops.math_ops.__all__
+__all__ += ops.init_ops.__all__
+__all__ += ops.random_ops.__all__
+__all__ += ["initializers", "random"]
 __all__ += ops.script_ops.__all__
 __all__ += ops.state_ops.__all__
 __all__ += ops.variable_scopes.__all__

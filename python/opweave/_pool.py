@@ -113,6 +113,8 @@ def parallel_info() -> str:
     intra = info["intra_op_parallelism"]
     quota = info["cgroup_quota_cpus"]
     quota_text = f"{quota:.2f} CPUs" if quota > 0 else "none"
+    if quota <= 0 and info["cgroup_error"]:
+        quota_text += f": {info['cgroup_error']}"
 
     def created(key: str) -> str:
         return "" if info[key] else ", not created yet"

@@ -199,6 +199,8 @@ def as_dtype(value: Any) -> DType:
     """
     if isinstance(value, DType):
         return value
+    if value is None:  # np.dtype(None) would be float64
+        raise TypeError("a dtype is required, got None")
     if value is bool:
         return bool_
     if value is float:

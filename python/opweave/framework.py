@@ -503,6 +503,8 @@ class Graph:
             return
         ops_: list[Operation] = []
         for c in control_inputs:
+            if hasattr(c, "_as_graph_element"):  # a Variable: its VariableV2 op, as TensorFlow
+                c = c._as_graph_element()
             op = c.op if isinstance(c, Tensor) else c
             if not isinstance(op, Operation):
                 raise TypeError(f"control input must be an Operation or Tensor, got {c!r}")

@@ -8,4 +8,7 @@ True
 from __future__ import annotations
 
 from .ops.nn_ops import *  # noqa: F403
-from .ops.nn_ops import __all__  # noqa: F401
+from .ops.nn_ops import __all__
+from .ops.random_ops import dropout
+
+__all__ = [*__all__, "dropout"]

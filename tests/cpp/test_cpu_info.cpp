@@ -1,5 +1,6 @@
 // cgroup CPU quota (cgroup_quota_cpus, cpu_info) read from fake cgroup trees: v1 and v2,
-// unlimited, nested limits, the process's own cgroup, missing files.
+// unlimited, nested limits, the process's own cgroup, missing files, files that must not be read
+// (devices, FIFOs, oversized files).
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -168,6 +169,33 @@ OPWEAVE_TEST(cpu_info_reads_the_trees_the_testing_variables_name_and_rounds_up) 
   OPWEAVE_CHECK_EQ(info.available_cpus, info.affinity_cpus < 2 ? info.affinity_cpus : 2);
   unsetenv("OPWEAVE_CGROUP_ROOT");
   unsetenv("OPWEAVE_PROC_SELF_CGROUP");
+}
+
+OPWEAVE_TEST(a_device_a_fifo_or_a_directory_in_place_of_a_cgroup_file_is_ignored_with_a_reason) {
+  FakeTree t;
+  const std::string fifo = t.root() + "/fifo";
+  OPWEAVE_CHECK_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  // /dev/zero never ends and a FIFO without a writer blocks on open: neither may be read.
+  for (const std::string& path : {std::string("/dev/zero"), fifo, t.root()}) {
+    std::string error;
+    OPWEAVE_CHECK_EQ(cgroup_quota_cpus(t.root(), path, &error), 0.0);
+    OPWEAVE_CHECK(error == path + " is not a regular file; ignored");
+  }
+}
+
+OPWEAVE_TEST(a_cgroup_file_over_64_kib_is_not_read_past_the_cap) {
+  FakeTree t;
+  t.file("cpu.max", "50000 100000\n");
+  t.self("0::/" + std::string(70 * 1024, 'a') + "\n");
+  std::string error;
+  // The root's quota is still found; the oversized self file is reported.
+  OPWEAVE_CHECK(near(cgroup_quota_cpus(t.root(), t.self_path(), &error), 0.5));
+  OPWEAVE_CHECK(error == t.self_path() + " is larger than 64 KiB; ignored");
+  t.file("cpu.max", std::string(65 * 1024, '1'));
+  t.self("0::/\n");
+  error.clear();
+  OPWEAVE_CHECK_EQ(cgroup_quota_cpus(t.root(), t.self_path(), &error), 0.0);
+  OPWEAVE_CHECK(error == t.root() + "/cpu.max is larger than 64 KiB; ignored");
 }
 
 OPWEAVE_TEST_MAIN()

@@ -8,6 +8,7 @@
 
 #include "opweave/cancellation.h"
 #include "opweave/spin.h"
+#include "opweave/stack_guard.h"
 #include "opweave/state/variable.h"
 
 namespace opweave {
@@ -601,6 +602,25 @@ std::size_t Executor::num_compiled() const {
   return cache_.size();
 }
 
+namespace {
+
+// A run started from inside a kernel (a py_function calling Session.run) runs on this thread's
+// stack, one level deeper. Past what the stack holds the process would crash, whatever Python's
+// recursion limit says, so the next level is refused while there is still room to unwind.
+void refuse_nesting_past_the_stack() {
+  const std::size_t left = stack_bytes_left();
+  if (left > kNestedRunStackReserve) return;
+  throw RunFailure(ErrorCode::kResourceExhausted,
+                   "Session.run nested " + std::to_string(t_node_depth) +
+                       " deep (py_functions running their graph) would overflow this thread's "
+                       "stack: " +
+                       std::to_string(left / 1024) + " KiB of " +
+                       std::to_string(stack_bytes_total() / 1024) + " KiB left",
+                   "", "", nullptr);
+}
+
+}  // namespace
+
 std::vector<Tensor> Executor::run(const RunRequest& request) {
   // The signature uses feeds sorted by tensor id, so feed order does not multiply cache entries.
   std::vector<const std::pair<TensorId, Tensor>*> feeds;
@@ -616,6 +636,7 @@ std::vector<Tensor> Executor::run(const RunRequest& request) {
     throw RunFailure(ErrorCode::kCancelled, kClosedMessage, "", "", nullptr);
   }
   const bool run_inline = request.inter_pool == nullptr || in_node();
+  if (in_node()) refuse_nesting_past_the_stack();
   if (request.observer) name_threads(request, run_inline);
   auto run = std::make_unique<Run>(g, request, run_inline, this);
   for (std::size_t i = 0; i < feeds.size(); ++i) run->slots[i] = feeds[i]->second;

@@ -17,6 +17,7 @@ void register_elementwise_kernels();
 void register_reduction_kernels();
 void register_matmul_kernels();
 void register_array_kernels();
+void register_random_kernels();
 void register_state_kernels();
 void register_training_kernels();
 
@@ -42,6 +43,7 @@ Registry& storage() { return *g_registry; }
   register_reduction_kernels();
   register_matmul_kernels();
   register_array_kernels();
+  register_random_kernels();
   register_state_kernels();
   register_training_kernels();
   return true;

@@ -58,17 +58,16 @@ Kernel variable_kernel(const NodeDef& node) {
   const DType dtype = node.attr<DType>("dtype");
   std::optional<Shape> declared;
   if (node.has_attr("shape")) declared = node.attr<std::vector<std::int64_t>>("shape");
-  // TensorFlow's key: shared_name, or the node's name when it is empty; variables of different
-  // containers never share.
-  std::string key = node.has_attr("shared_name") ? node.attr<std::string>("shared_name") : "";
-  if (key.empty()) key = node.name;
-  if (node.has_attr("container") && !node.attr<std::string>("container").empty()) {
-    key = node.attr<std::string>("container") + "/" + key;
-  }
+  const std::string shared =
+      node.has_attr("shared_name") ? node.attr<std::string>("shared_name") : "";
+  const std::string container =
+      node.has_attr("container") ? node.attr<std::string>("container") : "";
+  const std::string state_key = variable_key(container, shared, node.name);
+  const std::string key = shared.empty() ? node.name : shared;
   const std::string name = node.name;
-  return [dtype, declared, key, name](KernelContext& ctx) {
+  return [dtype, declared, key, state_key, name](KernelContext& ctx) {
     std::shared_ptr<Variable> var = ctx.session_state().get_or_create<Variable>(
-        "variable:" + key, [&] { return make_variable(name, dtype, declared); });
+        state_key, [&] { return make_variable(name, dtype, declared); });
     if (var->dtype() != dtype) {
       throw_invalid_argument("Trying to share variable " + key + " with dtype " +
                              dtype_name(dtype) + ", but it has dtype " + dtype_name(var->dtype()));

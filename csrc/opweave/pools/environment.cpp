@@ -24,6 +24,8 @@ std::string cpu_rule(const CpuInfo& cpu) {
     char quota[32];
     std::snprintf(quota, sizeof(quota), "%.2f", cpu.cgroup_quota_cpus);
     s += std::string(", cgroup quota ") + quota;
+  } else if (!cpu.cgroup_error.empty()) {
+    s += ", no cgroup quota: " + cpu.cgroup_error;
   } else {
     s += ", no cgroup quota";
   }

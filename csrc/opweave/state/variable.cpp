@@ -145,6 +145,14 @@ void Variable::assign(Tensor value, bool validate_shape, bool use_locking, bool 
   initialized_ = true;
 }
 
+std::string variable_key(const std::string& container, const std::string& shared_name,
+                         const std::string& node_name) {
+  std::string key = "variable:";
+  if (!container.empty()) key += container + "/";
+  key += shared_name.empty() ? node_name : shared_name;
+  return key;
+}
+
 Tensor variable_ref(const std::shared_ptr<Variable>& var) {
   // The aliasing handle shares the variable's control block, so get_deleter finds its deleter.
   return Tensor::wrap(var->dtype(), Shape{0}, Shape{1}, nullptr, std::shared_ptr<void>(var));

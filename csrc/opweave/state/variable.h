@@ -115,6 +115,17 @@ class Variable {
   mutable std::array<std::mutex, kStripes> stripes_;
 };
 
+// The SessionState key of a VariableV2 node's Variable: "variable:" + [container + "/"] +
+// (shared_name, or the node's name when shared_name is empty), as TensorFlow keys its resource
+// manager. Every session's variables are its SessionState's entries of type Variable:
+//
+//   executor.state().for_each<Variable>([&](const std::string& key, Variable& v) {
+//     if (v.is_initialized()) save(v.name(), v.read(pool));
+//   });
+//   auto v = executor.state().find<Variable>(variable_key("", "w"));  // null until "w" ran once
+std::string variable_key(const std::string& container, const std::string& shared_name,
+                         const std::string& node_name);
+
 // A Variable whose control block ref_variable() recognises. Use this, not make_shared.
 std::shared_ptr<Variable> make_variable(std::string name, DType dtype,
                                         std::optional<Shape> declared);

@@ -480,7 +480,7 @@ def _holds_python_bools(value: Any) -> bool:
 
 
 def _contains_tensor(value: Any) -> bool:
-    if isinstance(value, (Tensor, Operation)):
+    if isinstance(value, (Tensor, Operation)) or hasattr(value, "_as_tensor"):  # or a Variable
         return True
     if isinstance(value, (list, tuple)):
         return any(_contains_tensor(v) for v in value)

@@ -227,22 +227,12 @@ class VariableScope:
 
 def _default_initializer(name: str, dtype: DType) -> tuple[Any, bool]:
     """TensorFlow's default: glorot_uniform for floats, zeros for integers, bools and strings."""
+    from .init_ops import glorot_uniform_initializer, zeros_initializer
+
     if dtype.is_floating:
-        try:
-            from . import init_ops  # type: ignore[attr-defined]
-        except ImportError:
-            raise ValueError(
-                f"An initializer for variable {name} of {dtype.name} is required: opweave has no "
-                "random initializers yet (pass initializer=)"
-            ) from None
-        return init_ops.glorot_uniform_initializer(), False
+        return glorot_uniform_initializer(), False
     if dtype.is_integer or dtype.name in ("bool", "string"):
-        from .array_ops import zeros
-
-        def zeros_initializer(shape: Any, dtype: Any = dtype, partition_info: Any = None) -> Any:
-            return zeros(shape, dtype)
-
-        return zeros_initializer, False
+        return zeros_initializer(), False
     raise ValueError(f"An initializer for variable {name} of {dtype.name} is required")
 
 

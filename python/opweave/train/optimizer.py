@@ -12,15 +12,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-import numpy as np
-
-from ..dtypes import DType, as_dtype, float16, float32, float64
+from ..dtypes import DType, float16, float32, float64
 from ..framework import Graph, GraphKeys, Operation, Tensor, get_default_graph
 from ..ops._op_def import convert_to_tensor
-from ..ops.array_ops import fill
 from ..ops.control_flow_ops import group
 from ..ops.control_flow_ops import tuple as tuple_
 from ..ops.gradients_impl import gradients
+from ..ops.init_ops import constant_initializer, ones_initializer, zeros_initializer
 from ..ops.state_ops import assign_add
 from ..ops.variable_scopes import get_variable, get_variable_scope, variable_scope
 from ..ops.variables import Variable, trainable_variables
@@ -35,12 +33,13 @@ def _var_key(var: Variable) -> tuple[Graph, str]:
 
 
 def _constant_initializer(value: float) -> Callable[..., Tensor]:
-    """``initializer(shape, dtype)`` filling with ``value`` (a slot's start)."""
-
-    def initializer(shape: Any, dtype: Any = float32, partition_info: Any = None) -> Tensor:
-        return fill(shape, np.array(value, dtype=as_dtype(dtype).as_numpy_dtype))
-
-    return initializer
+    """A slot's start: TensorFlow's zeros, ones or constant initializer (which name the initial
+    value's op ``.../Initializer/zeros`` and so on)."""
+    if value == 0.0:
+        return zeros_initializer()
+    if value == 1.0:
+        return ones_initializer()
+    return constant_initializer(value)
 
 
 def create_slot_with_initializer(

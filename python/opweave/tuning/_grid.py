@@ -191,7 +191,9 @@ class CellRun:
     ``times`` are the timed runs in seconds (empty when the worker failed); ``error`` says why it
     failed (with the tail of its stderr); ``check`` compares the fetched values with the
     reference setting's: ``"reference"``, ``"same"``, ``"mismatch"`` (then ``mismatch`` says
-    where), or ``"unchecked"`` (this or the reference setting failed). ``seen`` is what one traced
+    where), ``"differs"`` (they differ, and the model has ops whose results may change between
+    runs, a py_function or unseeded random ops, which ``mismatch`` names), or ``"unchecked"``
+    (this or the reference setting failed). ``seen`` is what one traced
     run showed the threads doing at once.
     """
 
@@ -289,37 +291,51 @@ def _tail(text: str, lines: int = STDERR_TAIL_LINES) -> str:
 
 def _run_worker(
     spec: Mapping[str, Any], timeout: float, tick: Callable[[], None] | None = None
-) -> tuple[int | None, str, str]:
-    """Run one worker; (exit status or None on a timeout, stdout, stderr)."""
-    proc = subprocess.Popen(
-        _worker_command(spec),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        # Its own process group: a timeout or Ctrl-C here kills the worker and anything it
-        # started, and Ctrl-C in the terminal reaches only this process (which then kills it).
-        start_new_session=True,
-    )
+) -> tuple[int | None, str]:
+    """Run one worker; (exit status or None on a timeout, the tail of its stderr).
+
+    The worker's stderr goes to a file in its folder, not a pipe: a helper process the model
+    starts inherits the worker's descriptors, and waiting for a pipe's end would wait for that
+    helper instead of the worker. The timeout is the worker's own (its exit, polled).
+    """
+    err_path = Path(spec["out"]) / "stderr.txt"
+    with open(err_path, "wb") as err_file:
+        proc = subprocess.Popen(
+            _worker_command(spec),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=err_file,
+            # Its own process group: a timeout or Ctrl-C here kills the worker and anything it
+            # started, and Ctrl-C in the terminal reaches only this process (which then kills it).
+            start_new_session=True,
+        )
     deadline = time.monotonic() + timeout
+    status: int | None = None
     try:
-        while True:
-            # In short slices, so the progress bar moves; a TimeoutExpired loses no output.
+        while status is None:
+            # In short slices, so the progress bar moves.
             left = deadline - time.monotonic()
+            if left <= 0:
+                break
             try:
-                out, err = proc.communicate(timeout=max(0.0, min(0.5, left)))
-                return proc.returncode, out, err
+                status = proc.wait(timeout=min(0.5, left))
             except subprocess.TimeoutExpired:
-                if left <= 0.5:
-                    break
                 if tick is not None:
                     tick()
+    finally:
+        # Whatever the worker started and left behind dies with it (a timeout kills the worker
+        # itself too); the grid's next setting must not share the CPUs with it.
         _kill_group(proc.pid)
-        out, err = proc.communicate()
-        return None, out, err
-    except BaseException:
-        _kill_group(proc.pid)
-        proc.communicate()
-        raise
+        proc.wait()
+    return status, _read_tail(err_path)
+
+
+def _read_tail(path: Path, limit: int = 64 * 1024) -> str:
+    """The last ``limit`` bytes of a worker's stderr file (it may have written without bound)."""
+    with open(path, "rb") as f:
+        f.seek(0, os.SEEK_END)
+        f.seek(max(0, f.tell() - limit))
+        return f.read().decode("utf-8", errors="replace")
 
 
 def _kill_group(pid: int) -> None:
@@ -418,7 +434,7 @@ def run_grid(
                 "out": str(cell_dir),
             }
             t0 = time.perf_counter()
-            status, _out, err = _run_worker(
+            status, err = _run_worker(
                 spec, timeout, progress.tick if progress is not None else None
             )
             wall = time.perf_counter() - t0
@@ -451,6 +467,15 @@ def run_grid(
                 else:
                     mismatch = compare_values(ref_values, values)
                     check = "same" if mismatch is None else "mismatch"
+                    unvouched = report.get("unvouched") or []
+                    if mismatch is not None and unvouched:
+                        # Ops whose results may change from run to run (a py_function, unseeded
+                        # random ops) explain a difference: not a bug of the kernels.
+                        check = "differs"
+                        mismatch += (
+                            "; the model has ops whose results opweave cannot vouch for: "
+                            + ", ".join(unvouched)
+                        )
                 pools = report.get("pools")
                 seen = report.get("seen")
                 run = CellRun(

@@ -176,6 +176,12 @@ class TuneResult:
         """Settings whose fetched values differ from ``(1, 1)``'s (each one is a bug)."""
         return tuple(r for r in self.rows if r.check == "mismatch")
 
+    @property
+    def differences(self) -> tuple[TuneRow, ...]:
+        """Settings whose values differ from ``(1, 1)``'s in a model with ops whose results may
+        change between runs (a py_function, unseeded random ops): not counted as bugs."""
+        return tuple(r for r in self.rows if r.check == "differs")
+
     def speedup(self, row: TuneRow) -> float:
         """``median(1, 1) / median(row)``; NaN if either failed."""
         base = self.baseline
@@ -309,6 +315,11 @@ class TuneResult:
             lines.append(
                 f"\nMISMATCH {r.label}: its values differ from (1, 1)'s (a bug: kernels are "
                 f"deterministic for any thread count): {r.mismatch}"
+            )
+        for r in self.differences:
+            lines.append(
+                f"\nDIFFERS {r.label}: its values differ from (1, 1)'s, which ops that may give "
+                f"other results on every run explain (not a bug of the kernels): {r.mismatch}"
             )
         for r in self.failures:
             error = (r.error or "").splitlines()

@@ -25,7 +25,9 @@ class TuneRow:
         Why the setting's worker failed (exit status or timeout, and the tail of its stderr).
     check : str
         Its fetched values compared with those of ``(1, 1)``: ``"reference"`` (it is
-        ``(1, 1)``), ``"same"``, ``"mismatch"`` (a bug: see ``mismatch``) or ``"unchecked"``.
+        ``(1, 1)``), ``"same"``, ``"mismatch"`` (a bug: see ``mismatch``), ``"differs"`` (they
+        differ, but the model has ops whose results may change between runs, such as a
+        py_function: not a bug, and the setting may still be recommended) or ``"unchecked"``.
     mismatch : str or None
         Where the values differ (or why they could not be compared).
     seen : Parallelism or None
