@@ -176,9 +176,8 @@ def main() -> None:
         ]
     for name in sorted(med):
         m, b = med[name], best[name]
-        print(
-            f"{name:30} {m * 1e3:7.1f}ms {total / m / 1e9:6.2f} {b * 1e3:7.1f}ms {total / b / 1e9:6.2f}"
-        )
+        rates = f"{total / m / 1e9:6.2f} {b * 1e3:7.1f}ms {total / b / 1e9:6.2f}"
+        print(f"{name:30} {m * 1e3:7.1f}ms {rates}")
     print(f"\n{'ratio':58} {'median':>7} {'best':>7}")
     for ours, peer in pairs:
         label = f"{ours} / {peer}"
