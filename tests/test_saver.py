@@ -5,6 +5,7 @@ unless everything checks out."""
 from __future__ import annotations
 
 import doctest
+import errno
 import importlib
 import json
 import math
@@ -481,6 +482,8 @@ def test_argument_errors_are_tensorflows(tmp_path: Path) -> None:
                 saver.save(object(), str(tmp_path / "x"))  # type: ignore[arg-type]
             with pytest.raises(ValueError, match=r"Parent directory of .* doesn't exist"):
                 saver.save(sess, str(tmp_path / "no" / "such" / "dir" / "m"))
+            with pytest.raises(ValueError, match="is a directory: save_path is the checkpoint"):
+                saver.save(sess, str(tmp_path) + os.sep)
             with pytest.raises(ValueError, match="must not contain path components"):
                 saver.save(sess, str(tmp_path / "m"), latest_filename="a/b")
             with pytest.raises(ValueError, match="collides with 'save_path'"):
@@ -761,7 +764,7 @@ def test_hostile_prelude_and_tensor_bytes_are_data_loss(tmp_path: Path) -> None:
 
 
 def test_a_failed_save_leaves_the_previous_checkpoint_and_no_temporary_file(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     with tf.Graph().as_default():
         v, inc = counter_graph()
@@ -769,11 +772,18 @@ def test_a_failed_save_leaves_the_previous_checkpoint_and_no_temporary_file(
         with tf.Session() as sess:
             sess.run(v.initializer)
             good = saver.save(sess, str(tmp_path / "m"), global_step=1)
-            os.mkdir(tmp_path / "m-2")  # the final name is taken by a folder: the rename fails
             sess.run(inc)
-            with pytest.raises(IsADirectoryError):
+
+            def disk_full(fd: int) -> None:
+                raise OSError(errno.ENOSPC, "No space left on device")
+
+            monkeypatch.setattr(os, "fsync", disk_full)
+            with pytest.raises(OSError, match="No space left"):
                 saver.save(sess, str(tmp_path / "m"), global_step=2)
-    assert sorted(os.listdir(tmp_path)) == ["checkpoint", "m-1", "m-2"]
+            with pytest.raises(OSError, match="No space left"):  # the same name again
+                saver.save(sess, str(tmp_path / "m"), global_step=1)
+    assert sorted(os.listdir(tmp_path)) == ["checkpoint", "m-1"]
+    assert saver.last_checkpoints == [good]
     assert tf.train.latest_checkpoint(str(tmp_path)) == good
     assert tf.train.load_variable(good, "v") == 0
 

@@ -579,6 +579,11 @@ class Saver:
             values = sess.run([s.ref for s in self._saved])
             if not os.path.isdir(save_dir or os.curdir):
                 raise ValueError(f"Parent directory of {save_path} doesn't exist, can't save.")
+            if os.path.isdir(checkpoint_file):
+                raise ValueError(
+                    f"{checkpoint_file} is a directory: save_path is the checkpoint's file prefix "
+                    f"(e.g. {os.path.join(checkpoint_file, 'model.ckpt')})"
+                )
             write_checkpoint(
                 checkpoint_file,
                 [
