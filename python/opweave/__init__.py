@@ -30,8 +30,11 @@ from . import (
     config,
     errors,
     flags,
+    graphdef,
     initializers,
     kernels,
+    layers,
+    math,
     models,
     nn,
     ops,
@@ -88,6 +91,7 @@ from .framework import (
     name_scope,
     reset_default_graph,
 )
+from .graphdef import import_graph_def, make_ndarray, make_tensor_proto
 from .ops import REGISTRY as _OP_REGISTRY  # noqa: F401  (every op is defined on import)
 from .ops import executing_eagerly, gradients
 from .ops.array_ops import *  # noqa: F403
@@ -146,13 +150,19 @@ __all__ = [
     "get_default_session",
     "get_num_interop_threads",
     "get_num_threads",
+    "graphdef",
     "half",
+    "import_graph_def",
     "int8",
     "int16",
     "int32",
     "int64",
     "kernels",
+    "layers",
     "logging",
+    "make_ndarray",
+    "make_tensor_proto",
+    "math",
     "models",
     "name_scope",
     "nn",
@@ -204,4 +214,8 @@ def __getattr__(name: str) -> object:
         import importlib
 
         return importlib.import_module(".compat", __name__)
+    if name in ("GraphDef", "NodeDef", "AttrValue", "MetaGraphDef", "TensorProto"):
+        # TensorFlow 1's message classes (tf.GraphDef().ParseFromString(...)), built from the
+        # protobuf package on first use, so that opweave imports without it.
+        return getattr(graphdef, name)
     raise AttributeError(f"module 'opweave' has no attribute {name!r}")

@@ -119,6 +119,11 @@ class OpError(Exception):
             return f"{self.message}\n\t [[node {self.node_name} (op: {self.op_type})]]"
         return self.message
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Errors cross processes (Dask and Ray workers send them back to the client): rebuild
+        # from the fields, not from the formatted text, which __init__ would format again.
+        return (type(self), (self.node_name, self.op_type, self.message, self.error_code))
+
 
 class CancelledError(OpError):
     """The run was cancelled (session closed, Ctrl-C, or another failure stopped it)."""

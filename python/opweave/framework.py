@@ -609,6 +609,50 @@ class Graph:
             raise KeyError(f"The name {name!r} refers to a Tensor which does not exist.")
         return op.outputs[i]
 
+    # -- GraphDef (TensorFlow's serialized form; opweave.graphdef) -------------------------------
+    @property
+    def version(self) -> int:
+        """How many ops the graph has; :meth:`as_graph_def` takes it as ``from_version``."""
+        with self._lock:
+            return len(self._ops)
+
+    def as_graph_def(self, from_version: int | None = None, add_shapes: bool = False) -> Any:
+        """The graph as a TensorFlow ``GraphDef`` protobuf message.
+
+        Parameters
+        ----------
+        from_version : int, optional
+            Only the ops added since :attr:`version` had this value.
+        add_shapes : bool
+            Add each node's static output shapes as its ``_output_shapes`` attribute.
+
+        Raises
+        ------
+        ValueError
+            When an op cannot be written (a ``py_function``: a GraphDef holds no Python code).
+        ImportError
+            When the ``protobuf`` package is not installed (extra ``opweave[graphdef]``).
+
+        Examples
+        --------
+        >>> import opweave as ow
+        >>> g = ow.Graph()
+        >>> with g.as_default():
+        ...     _ = ow.constant(1.0, name="one") + 1.0
+        >>> [(n.name, n.op) for n in g.as_graph_def().node]
+        [('one', 'Const'), ('Const', 'Const'), ('add', 'Add')]
+        """
+        from .graphdef._export import graph_to_graph_def
+
+        return graph_to_graph_def(self, from_version, add_shapes)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Graphs pickle as their GraphDef bytes, rebuilt by a function that only parses them:
+        # unpickling a graph runs no code from the pickle (collections and seeds do not travel).
+        from .graphdef._io import graph_from_bytes
+
+        return (graph_from_bytes, (self.as_graph_def().SerializeToString(),))
+
     def as_graph_element(self, obj: str | Tensor | Operation) -> Tensor | Operation:
         """A tensor or op of this graph from itself, its name (``"x:0"`` or ``"x"``) or an object
         standing for one (a Variable stands for its VariableV2's output, as in TensorFlow)."""

@@ -221,6 +221,11 @@ class Session:
         return self._graph
 
     @property
+    def graph_def(self) -> Any:
+        """The session's graph as a TensorFlow ``GraphDef`` (``graph.as_graph_def()``)."""
+        return self._graph.as_graph_def()
+
+    @property
     def config(self) -> ConfigProto:
         """The ConfigProto the session was created with."""
         return self._config

@@ -1,4 +1,5 @@
-"""``opweave.train``: TensorFlow 1's optimizers, the global step and checkpoints (``Saver``).
+"""``opweave.train``: TensorFlow 1's optimizers, the global step, checkpoints (``Saver``) and
+``write_graph``.
 
 >>> import opweave as tf
 >>> with tf.Graph().as_default():
@@ -14,10 +15,13 @@
 ...             _ = sess.run(train, {x: [[1.0], [2.0]], y: [[3.0], [6.0]]})
 ...         print(round(float(sess.run(w)[0, 0]), 2), sess.run(step))
 3.0 200
+>>> tf.train.write_graph is tf.graphdef.write_graph
+True
 """
 
 from __future__ import annotations
 
+from ..graphdef import write_graph
 from .adagrad import AdagradOptimizer
 from .adam import AdamOptimizer
 from .checkpoint_management import (
@@ -71,4 +75,5 @@ __all__ = [
     "load_variable",
     "remove_checkpoint",
     "update_checkpoint_state",
+    "write_graph",
 ]

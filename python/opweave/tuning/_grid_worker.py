@@ -187,6 +187,8 @@ def run_setting(spec: Mapping[str, Any]) -> dict[str, Any]:
     builder = load_builder(target)
     try:
         built = builder(**target["kwargs"])
+    except ModelError:
+        raise  # already says what is wrong with the model (a GraphDef's feeds, say)
     except Exception as e:
         raise ModelError(f"{target['label']}: build() raised:\n{_error_tail(e)}") from None
     model = as_model(built, target["label"])
