@@ -68,14 +68,16 @@ def is_initialized_row(x: Any) -> Any:
 
 
 def _apply_row(fn: Callable[..., Any], n_slots: int) -> Callable[..., Any]:
-    """A row running ``fn(var, *slots, *hyper, grad)`` once, fetching var and the slots."""
+    """A row running ``fn(var, *slots, *hyper, grad)`` once, fetching var (the op's output) and
+    the slots, read after it."""
 
     def row(*tensors: Any, **hyper: Any) -> Any:
         var_and_slots = _vars(*tensors[: 1 + n_slots])
         grad = tensors[1 + n_slots]
         with _after_init(var_and_slots):
             out = fn(*var_and_slots, grad=grad, **hyper)
-        return [out] + [s._ref() for s in var_and_slots[1:]]
+        with ow.control_dependencies([out]):
+            return [out, *[s.read_value() for s in var_and_slots[1:]]]
 
     row.__name__ = f"{fn.__name__}_row"
     return row

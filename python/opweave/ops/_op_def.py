@@ -611,6 +611,10 @@ class OpDef:
     stateful : bool
         Keeps state between runs (variables, random ops): never folded or merged by the graph
         optimizer, and not offered eagerly.
+    reads_refs : bool
+        Its kernel reads the value of a variable given as an input (Identity, TensorFlow 1's
+        ``v/read``); for other ops, a variable where a value goes is read by an Identity made in
+        front of the op.
     default_name : str, optional
         The node name when the caller gives none (default: the type name).
     """
@@ -628,6 +632,7 @@ class OpDef:
         not_differentiable: bool = False,
         flops: FlopsFn | None = None,
         stateful: bool = False,
+        reads_refs: bool = False,
         default_name: str | None = None,
         doc: str | None = None,
     ) -> None:
@@ -643,6 +648,7 @@ class OpDef:
         self.not_differentiable = not_differentiable
         self.flops = flops
         self.stateful = stateful
+        self.reads_refs = reads_refs
         self.default_name = default_name or type
         self.doc = doc
         self._arg_names = [a.name for a in self.inputs] + list(self.attrs)
@@ -733,7 +739,7 @@ class OpDef:
         value = _auto_pack(value, a.fixed or hints.get(a.type_attr or ""))
         if hasattr(value, "_as_tensor"):
             value = value._as_tensor()
-        if isinstance(value, Tensor) and is_ref(value) and not _eager.active:
+        if isinstance(value, Tensor) and is_ref(value) and not self.reads_refs:
             value = read_ref(value)  # a variable where a value goes: read it here
         if isinstance(value, Tensor):
             if _eager.active:

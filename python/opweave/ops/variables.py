@@ -22,8 +22,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-import numpy as np
-
 from .. import _default_session
 from ..dtypes import DType, as_dtype, string
 from ..framework import Graph, GraphKeys, Operation, Tensor, get_default_graph
@@ -239,9 +237,12 @@ class Variable:
 
     # -- reading --------------------------------------------------------------------------------
     def value(self) -> Tensor:
-        """The variable's value as a tensor: its ``v/read`` Identity, made with the variable
-        (so it does not wait for the control dependencies around a later use; see
-        :meth:`read_value`)."""
+        """The variable's value as a tensor: its ``v/read`` Identity, made with the variable.
+
+        It is a snapshot taken when the read runs -- in a run that also updates the variable,
+        possibly before the update, and an update never changes a value already read (TensorFlow
+        1's ref reads may alias the buffer and see it change). For a read after an update, use
+        :meth:`read_value` inside ``control_dependencies([update])``."""
         return self._snapshot
 
     def read_value(self) -> Tensor:
@@ -488,8 +489,9 @@ def report_uninitialized_variables(
     ...         print(s.run(report))
     [b'b']
     """
-    from .array_ops import constant, stack
-    from .script_ops import py_function
+    from .array_ops import constant, gather, reshape, stack
+    from .logic_ops import where
+    from .math_unary import logical_not
 
     if var_list is None:
         var_list = global_variables() + local_variables()
@@ -497,10 +499,7 @@ def report_uninitialized_variables(
     with g.control_dependencies(None), g.name_scope(name) as scope:
         if not var_list:
             return constant([], dtype=string, name=scope[:-1])
-        names = np.array([v.op.name.encode() for v in var_list], dtype=object)
-        initialized = stack([state_ops.is_variable_initialized(v) for v in var_list])
-
-        def pick(mask: Any) -> Any:
-            return names[~np.asarray(mask, dtype=bool)]
-
-        return py_function(pick, [initialized], string, name=scope[:-1])
+        # TensorFlow's graph: the names where the initialized mask is false (its boolean_mask).
+        names = constant([v.op.name for v in var_list], dtype=string)
+        uninitialized = logical_not(stack([state_ops.is_variable_initialized(v) for v in var_list]))
+        return gather(names, reshape(where(uninitialized), [-1]), name=scope[:-1])
