@@ -546,6 +546,30 @@ def test_saver_def_names_the_savers_ops_and_rebuilds_the_saver(tmp_path: Path) -
         assert g.get_operation_by_name("my_saver/restore_all").type == "NoOp"
 
 
+def test_a_saver_rebuilds_from_its_saver_def_in_a_graph_imported_from_a_graphdef(
+    tmp_path: Path,
+) -> None:
+    pytest.importorskip("google.protobuf")
+    with tf.Graph().as_default() as g:
+        tf.Variable([1.0, 2.0], name="v")
+        tf.Variable(np.array([b"a", b"b"], dtype=object), name="s")
+        saver = tf.train.Saver(name="ckpt")
+        graph_def = g.as_graph_def()
+        saver_def = saver.as_saver_def()
+    with tf.Graph().as_default() as g2:  # what import_meta_graph does
+        tf.import_graph_def(graph_def, name="imported")
+        rebuilt = tf.train.Saver(saver_def=saver_def, name="imported")
+        assert rebuilt.as_saver_def() is not None
+        assert rebuilt.as_saver_def().restore_op_name == "imported/ckpt/restore_all"
+        with tf.Session() as sess:
+            sess.run(["imported/v/Assign", "imported/s/Assign"])
+            path = rebuilt.save(sess, str(tmp_path / "m"))
+            sess.run(tf.assign(g2.get_tensor_by_name("imported/v:0"), [0.0, 0.0]))
+            rebuilt.restore(sess, path)
+            assert sess.run("imported/v:0").tolist() == [1.0, 2.0]
+    assert tf.train.list_variables(path) == [("s", [2]), ("v", [2])]
+
+
 def test_write_meta_graph_uses_export_meta_graph_when_opweave_has_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
