@@ -10,4 +10,5 @@ PYBIND11_MODULE(_opweave_core, m) {
   opweave::bindings::register_session(m);
   opweave::bindings::register_interpreter_exit(m);
   opweave::bindings::register_memory(m);
+  opweave::bindings::register_checksum(m);
 }
