@@ -9,6 +9,7 @@
 
 #include "interpreter_exit.h"
 #include "numpy_tensor.h"
+#include "optimizer_bindings.h"
 #include "opweave/executor/executor.h"
 #include "opweave/executor/placement.h"
 #include "opweave/pools/global_pools.h"
@@ -85,7 +86,8 @@ py::tuple step_stats_to_python(StepStatsCollector& stats) {
 
 py::tuple run(SessionExecutor& session, const std::vector<std::tuple<int, int, py::array>>& feeds,
               const std::vector<std::pair<int, int>>& fetches, const std::vector<int>& targets,
-              std::optional<InterPool> inter_pool, std::int64_t timeout_ms, bool trace) {
+              std::optional<InterPool> inter_pool, std::int64_t timeout_ms, bool trace,
+              int export_graph) {
   RunRequest req;
   for (const auto& [node, index, array] : feeds) {
     req.feeds.push_back({TensorId{node, index}, tensor_from_numpy(array)});
@@ -104,6 +106,8 @@ py::tuple run(SessionExecutor& session, const std::vector<std::tuple<int, int, p
     req.observer = owned->stats.get();
   }
   req.keep_alive = owned;
+  std::shared_ptr<const CompiledGraph> compiled;
+  if (export_graph > 0) req.compiled_out = &compiled;
   SavedPyError interrupt;
   // Runs on the thread that called run() (the waiting caller, or between nodes in caller-thread
   // mode). It takes the GIL only for PyErr_CheckSignals, so Ctrl-C turns into a cancellation.
@@ -159,7 +163,9 @@ py::tuple run(SessionExecutor& session, const std::vector<std::tuple<int, int, p
   }
   py::object step_stats = py::none();
   if (owned->stats) step_stats = step_stats_to_python(*owned->stats);
-  return py::make_tuple(results, step_stats);
+  py::object graph = py::none();
+  if (compiled) graph = compiled_graph_to_python(*compiled, /*with_tensors=*/export_graph > 1);
+  return py::make_tuple(results, step_stats, graph);
 }
 
 }  // namespace
@@ -174,13 +180,23 @@ void register_session(py::module_& m) {
       .def("__hash__", [](const InterPool& p) { return std::hash<void*>()(p.pool.get()); });
 
   py::class_<SessionExecutor>(m, "Executor")
-      .def(py::init([](std::shared_ptr<Graph> g) {
-        auto s = std::make_unique<SessionExecutor>();  // not movable: the placement has a mutex
-        s->executor = std::make_shared<Executor>(std::shared_ptr<const Graph>(std::move(g)));
-        return s;
-      }))
+      .def(py::init([](std::shared_ptr<Graph> g, const OptimizerOptions& optimizer) {
+             auto s =
+                 std::make_unique<SessionExecutor>();  // not movable: the placement has a mutex
+             s->executor =
+                 std::make_shared<Executor>(std::shared_ptr<const Graph>(std::move(g)), optimizer);
+             return s;
+           }),
+           py::arg("graph"), py::arg("optimizer") = OptimizerOptions())
       .def("run", &run, py::arg("feeds"), py::arg("fetches"), py::arg("targets"),
-           py::arg("inter_pool"), py::arg("timeout_ms"), py::arg("trace"))
+           py::arg("inter_pool"), py::arg("timeout_ms"), py::arg("trace"),
+           py::arg("export_graph") = 0)
+      .def("optimizer_report",
+           [](const SessionExecutor& s) -> py::object {
+             std::shared_ptr<const OptimizerReport> r = s.executor->last_optimizer_report();
+             if (!r) return py::none();
+             return optimizer_report_to_python(*r);
+           })
       .def(
           "place",
           [](SessionExecutor& s, const std::string& node, std::string device) {
@@ -221,8 +237,12 @@ void register_session(py::module_& m) {
                                for (DType d : s.output_dtypes) names.append(dtype_name(d));
                                return py::tuple(names);
                              })
-      .def_property_readonly("chunks", [](const NodeExecStats& s) {
-        return py::tuple(py::cast(s.chunks));  // copies: the tuple may outlive s
+      .def_property_readonly("chunks",
+                             [](const NodeExecStats& s) {
+                               return py::tuple(py::cast(s.chunks));  // copies: may outlive s
+                             })
+      .def_property_readonly("original_nodes", [](const NodeExecStats& s) {
+        return py::tuple(py::cast(s.original_nodes));
       });
 
   // Inter-op pools for Session: the global one, named ones, a session's own (pools/).

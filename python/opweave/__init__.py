@@ -51,7 +51,10 @@ from ._threads import (
 )
 from .config import (
     ConfigProto,
+    GraphOptions,
+    OptimizerOptions,
     PoolConfigWarning,
+    RewriterConfig,
     RunMetadata,
     RunOptions,
     ThreadPoolOptionProto,
@@ -103,9 +106,12 @@ __all__ = [
     "DType",
     "Dimension",
     "Graph",
+    "GraphOptions",
     "InteractiveSession",
     "Operation",
+    "OptimizerOptions",
     "PoolConfigWarning",
+    "RewriterConfig",
     "RunMetadata",
     "RunOptions",
     "Session",

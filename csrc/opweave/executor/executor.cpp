@@ -539,14 +539,17 @@ struct Executor::Run {
   }
 };
 
-Executor::Executor(std::shared_ptr<const Graph> graph)
-    : graph_(std::move(graph)), state_(std::make_shared<SessionState>()) {}
+Executor::Executor(std::shared_ptr<const Graph> graph, OptimizerOptions optimizer)
+    : graph_(std::move(graph)),
+      optimizer_(std::move(optimizer)),
+      state_(std::make_shared<SessionState>()) {}
 
 bool Executor::in_node() noexcept { return t_node_depth > 0; }
 
 std::shared_ptr<const CompiledGraph> Executor::compiled(const std::vector<TensorId>& feeds,
                                                         const std::vector<TensorId>& fetches,
-                                                        const std::vector<int>& targets) {
+                                                        const std::vector<int>& targets,
+                                                        ThreadPool* intra_pool) {
   // The signature as numbers: counts first, so no two signatures share a key.
   std::vector<int> key;
   key.reserve(2 + 2 * (feeds.size() + fetches.size()) + targets.size());
@@ -562,8 +565,21 @@ std::shared_ptr<const CompiledGraph> Executor::compiled(const std::vector<Tensor
   }
   // Compile outside the lock (it can be slow); a racing thread may compile the same signature,
   // and the first insert wins. Nodes added later never feed existing ones, so entries stay valid.
-  auto compiled = CompiledGraph::compile(*graph_, feeds, fetches, targets);
+  std::shared_ptr<const CompiledGraph> compiled;
+  if (optimizer_.enabled()) {
+    OptimizedSignature s =
+        optimize_signature(*graph_, feeds, fetches, targets, optimizer_, intra_pool);
+    compiled = CompiledGraph::compile(std::move(s.graph), s.feeds, s.fetches, s.targets,
+                                      std::move(s.report));
+  } else {
+    auto report = std::make_shared<OptimizerReport>();
+    report->skipped = "no optimizer pass is switched on";
+    compiled = CompiledGraph::compile(graph_, feeds, fetches, targets, report);
+    // Still ours alone (the compiled graph only points to it): filled in before anyone reads it.
+    report->nodes_before = report->nodes_after = compiled->num_nodes();
+  }
   std::lock_guard<std::mutex> lock(cache_mutex_);
+  last_report_ = compiled->optimizer_report();
   return cache_.emplace(std::move(key), std::move(compiled)).first->second;
 }
 
@@ -594,6 +610,11 @@ void Executor::wait_for_abandoned_runs() noexcept {
 int Executor::num_abandoned_runs() const {
   std::lock_guard<std::mutex> lock(abandoned_mutex_);
   return abandoned_;
+}
+
+std::shared_ptr<const OptimizerReport> Executor::last_optimizer_report() const {
+  std::lock_guard<std::mutex> lock(cache_mutex_);
+  return last_report_;
 }
 
 std::size_t Executor::num_compiled() const {
@@ -628,7 +649,9 @@ std::vector<Tensor> Executor::run(const RunRequest& request) {
             [](const auto* a, const auto* b) { return a->first < b->first; });
   std::vector<TensorId> feed_ids;
   for (const auto* f : feeds) feed_ids.push_back(f->first);
-  std::shared_ptr<const CompiledGraph> g = compiled(feed_ids, request.fetches, request.targets);
+  std::shared_ptr<const CompiledGraph> g =
+      compiled(feed_ids, request.fetches, request.targets, request.intra_pool);
+  if (request.compiled_out != nullptr) *request.compiled_out = g;
 
   // Relaxed: a run racing with close() may start; its first poll cancels it.
   if (closed_.load(std::memory_order_relaxed)) {
