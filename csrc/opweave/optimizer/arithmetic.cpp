@@ -107,15 +107,11 @@ bool push_down_constants(WorkGraph& g, int n, PassContext& ctx) {
     std::optional<std::vector<Tensor>> folded =
         evaluate_now(g, n, d, {g.constant_value(c1.node), v2}, ctx);
     if (!folded) continue;
-    std::vector<std::string> names;
-    for (int c : {c1.node, c2.node}) {
-      const std::vector<std::string>& more = g.def(c).original_nodes;
-      names.insert(names.end(), more.begin(), more.end());
-    }
+    // The new constant stands for no node of the graph as written (c1 op c2 never was one):
+    // the rewritten node takes over the inner one's names instead.
     const std::string name = d.name;
     const int k = g.add_constant(name + "/folded_constant", (*folded)[0],
-                                 g.ordering_of(controls_of(g, {c1.node, c2.node})),
-                                 std::move(names), d.device);
+                                 g.ordering_of(controls_of(g, {c1.node, c2.node})), {}, d.device);
     g.set_input(n, side, {k, 0});
     g.set_input(n, 1 - side, x);
     take_over(g, n, m, {});

@@ -132,16 +132,13 @@ bool run_constant_folding(WorkGraph& g, PassContext& ctx) {
     changed = true;
     if (d.num_outputs == 1) {
       const std::string name = d.name;
-      // What the folded constants stood for becomes part of what this one stands for.
+      // What a folded input stood for becomes part of what this one stands for when the input
+      // dies with this rewrite (its list moves); a constant others still read keeps its own.
       g.mark_rewritten(n);
       for (int p : producers) {
-        if (g.def(p).original_nodes.empty()) continue;
-        if (g.uses(p).size() == 1 && g.control_uses(p).empty() && !g.is_protected(p)) {
-          g.absorb_names(n, p);  // p dies with this rewrite: its list moves
-        } else {
-          std::vector<std::string>& names = g.edit(n).original_nodes;
-          const std::vector<std::string>& more = g.def(p).original_nodes;
-          names.insert(names.end(), more.begin(), more.end());
+        if (!g.def(p).original_nodes.empty() && g.uses(p).size() == 1 &&
+            g.control_uses(p).empty() && !g.is_protected(p)) {
+          g.absorb_names(n, p);
         }
       }
       NodeDef& e = g.edit(n);

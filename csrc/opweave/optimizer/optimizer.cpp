@@ -9,19 +9,24 @@
 
 namespace opweave {
 
-const std::vector<PassInfo>& optimizer_passes() {
-  // TensorFlow's meta optimizer order: model pruning, common subgraphs, constants, arithmetic,
-  // then dependencies (identities and no-ops). Phase 2's fusion ("remapping") goes after the
-  // arithmetic rewrites, which expose its patterns, and before identity_removal.
-  static const std::vector<PassInfo> passes = {
-      {"pruning", run_pruning},
-      {"common_subexpression", run_common_subexpression},
-      {"constant_folding", run_constant_folding},
-      {"arithmetic", run_arithmetic},
-      {"identity_removal", run_identity_removal},
-  };
-  return passes;
-}
+namespace {
+
+// TensorFlow's meta optimizer order: model pruning, common subgraphs, constants, arithmetic,
+// then dependencies (identities and no-ops). Phase 2's fusion ("remapping") goes after the
+// arithmetic rewrites, which expose its patterns, and before identity_removal. Built at load
+// time, not on first use: a fork() during a lazy initialiser would leave the child waiting on
+// its guard (fork_guard.h).
+const std::vector<PassInfo> g_passes = {
+    {"pruning", run_pruning},
+    {"common_subexpression", run_common_subexpression},
+    {"constant_folding", run_constant_folding},
+    {"arithmetic", run_arithmetic},
+    {"identity_removal", run_identity_removal},
+};
+
+}  // namespace
+
+const std::vector<PassInfo>& optimizer_passes() { return g_passes; }
 
 OptimizerOptions OptimizerOptions::all() {
   OptimizerOptions o;
