@@ -24,7 +24,7 @@ import numpy as np
 
 from . import _default_session, _optimizer, _runtime, errors
 from . import _opweave_core as _core
-from ._core_errors import call_core
+from ._core_errors import call_core, raise_core_error
 from ._flops import op_flops
 from .config import (
     ConfigProto,
@@ -552,7 +552,50 @@ class Session:
                 feeds = self._feeds(dict(zip(targets, args, strict=True)))
             return self._run(prepared, feeds, options, run_metadata)
 
-        return call
+        if not distinct:
+            return call
+        return self._fast_callable(prepared, targets, call)
+
+    def _fast_callable(
+        self, prepared: _Fetches, targets: list[Tensor], call: Callable[..., Any]
+    ) -> Callable[..., Any]:
+        """``call`` with a fast path for plain calls (no options): the signature goes to the core
+        once (``PreparedRun``), which takes arrays (and NumPy scalars) of the right dtype and
+        shape as they are and runs a small cheap graph in this thread. Anything else (options,
+        values to convert, a wrong count, a closed session, new ops to place) takes ``call``,
+        which checks and converts as ``Session.run`` does."""
+        core = _core.PreparedRun(
+            self._executor,
+            [(t.op._id, t.value_index) for t in targets],
+            prepared.fetch_ids,
+            prepared.target_ids,
+            [t.dtype._core for t in targets],
+            [
+                None if t._shape is None else [-1 if d is None else d for d in t._shape]
+                for t in targets
+            ],
+        )
+        rebuild = prepared.rebuild
+        pools = self._pools
+        graph = self._graph
+        config = self._config
+
+        def fast(*args: Any, **kwargs: Any) -> Any:
+            if kwargs or self._closed or len(graph._ops) != self._placed:
+                return call(*args, **kwargs)
+            try:
+                values = core.run(pools.for_run(0), config.operation_timeout_in_ms, *args)
+            except _core.CoreError as exc:
+                failure: BaseException = exc
+            else:
+                return call(*args) if values is None else rebuild(values)
+            try:
+                raise_core_error(failure)
+            except errors.OpError as e:
+                e._attach_graph(graph)  # .op and .node_def, as TensorFlow's errors carry
+                raise
+
+        return fast
 
     def as_default(self) -> contextlib.AbstractContextManager[Session]:
         """Make this the default session of this thread inside a ``with`` block.

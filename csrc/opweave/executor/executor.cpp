@@ -652,16 +652,48 @@ std::vector<Tensor> Executor::run(const RunRequest& request) {
   std::shared_ptr<const CompiledGraph> g =
       compiled(feed_ids, request.fetches, request.targets, request.intra_pool);
   if (request.compiled_out != nullptr) *request.compiled_out = g;
+  std::vector<Tensor> fed;
+  fed.reserve(feeds.size());
+  for (const auto* f : feeds) fed.push_back(f->second);
+  return run_compiled(g, std::move(fed), request);
+}
 
+namespace {
+
+// A run this small and cheap costs less in the caller's thread than the hand-over to an
+// inter-op worker and back (a wake-up each way, ~10 us or more on a busy machine): at most this
+// many nodes, none expensive, their measured costs summing under kInlineThresholdNs. As for a
+// single cheap node, a misjudged run only loses some parallelism among tiny ops.
+constexpr int kCallerRunMaxNodes = 64;
+
+bool cheap_enough_for_the_caller(const CompiledGraph& g) {
+  if (g.num_nodes() > kCallerRunMaxNodes) return false;
+  std::int64_t total = 0;
+  for (int i = 0; i < g.num_nodes(); ++i) {
+    const CompiledNode& node = g.node(i);
+    if (node.hint == CostHint::kExpensive) return false;
+    // Relaxed: a heuristic over racy estimates (see CompiledNode::cost_ns).
+    if (node.hint == CostHint::kMeasure) total += node.cost_ns.load(std::memory_order_relaxed);
+    if (total >= kInlineThresholdNs) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::vector<Tensor> Executor::run_compiled(const std::shared_ptr<const CompiledGraph>& g,
+                                           std::vector<Tensor> feeds, const RunRequest& request) {
   // Relaxed: a run racing with close() may start; its first poll cancels it.
   if (closed_.load(std::memory_order_relaxed)) {
     throw RunFailure(ErrorCode::kCancelled, kClosedMessage, "", "", nullptr);
   }
-  const bool run_inline = request.inter_pool == nullptr || in_node();
-  if (in_node()) refuse_nesting_past_the_stack();
+  const bool nested = in_node();
+  const bool run_inline =
+      request.inter_pool == nullptr || nested || cheap_enough_for_the_caller(*g);
+  if (nested) refuse_nesting_past_the_stack();
   if (request.observer) name_threads(request, run_inline);
   auto run = std::make_unique<Run>(g, request, run_inline, this);
-  for (std::size_t i = 0; i < feeds.size(); ++i) run->slots[i] = feeds[i]->second;
+  for (std::size_t i = 0; i < feeds.size(); ++i) run->slots[i] = std::move(feeds[i]);
   run->run_all();
   if (!run_inline && !g->roots().empty() && !run->wait()) {
     // Abandoned at its deadline: the run deletes itself when its last kernel returns.
