@@ -76,7 +76,10 @@ WorkGraph::WorkGraph(const Graph& graph, const std::vector<TensorId>& feeds,
     arg.attrs["tensor_name"] = AttrValue{producer.name + ":" + std::to_string(feeds[i].index)};
     arg.device = producer.device;
     const auto k = static_cast<std::size_t>(feeds[i].index);
-    if (!producer.output_dtypes.empty()) arg.output_dtypes = {producer.output_dtypes[k]};
+    if (!producer.output_dtypes.empty()) {
+      arg.output_dtypes = {producer.output_dtypes[k]};
+      arg.attrs["T"] = AttrValue{producer.output_dtypes[k]};
+    }
     if (!producer.output_shapes.empty()) arg.output_shapes = {producer.output_shapes[k]};
     const int id = add_node(std::move(arg));
     at(id).protect = true;
