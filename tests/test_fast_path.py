@@ -127,6 +127,23 @@ def test_a_small_cheap_graph_runs_in_the_calling_thread() -> None:
         assert {names[n.thread_id] for n in meta.step_stats.node_stats} == {"caller"}
 
 
+def test_a_large_feed_sends_a_cheap_graph_back_to_the_pool() -> None:
+    # Costs are learnt on small feeds; a large one could make a kernel long, and a run in the
+    # caller's thread would notice Ctrl-C or its deadline only after it.
+    g, x, y = _graph()
+    with ow.Session(graph=g, config=CONFIG) as sess:
+        call = sess.make_callable(y, [x])
+        for _ in range(100):
+            call(np.ones((1, 2), np.float32))
+        meta = ow.RunMetadata()
+        sess.run(y, {x: np.ones((40_000, 2), np.float32)}, options=TRACE, run_metadata=meta)
+        names = meta.step_stats.thread_names
+        assert {names[n.thread_id] for n in meta.step_stats.node_stats} <= {
+            "inter-op 0",
+            "inter-op 1",
+        }
+
+
 def test_expensive_ops_still_run_on_the_inter_op_pool() -> None:
     ran_on: list[int] = []
 

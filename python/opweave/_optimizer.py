@@ -156,7 +156,7 @@ class OptimizerReport:
     ...         _ = sess.run(y, {x: np.ones(2, np.float32)})
     ...         report = sess.optimizer_report()
     >>> report.nodes_before, report.nodes_after
-    (7, 4)
+    (8, 4)
     >>> [c.node for p in report.passes for c in p.changes if c.kind == "folded"]
     ['mul_1']
     """

@@ -665,9 +665,16 @@ namespace {
 // many nodes, none expensive, their measured costs summing under kInlineThresholdNs. As for a
 // single cheap node, a misjudged run only loses some parallelism among tiny ops.
 constexpr int kCallerRunMaxNodes = 64;
+// Costs are measured on past runs; a feed far larger than before would make a "cheap" kernel
+// long, and a run in the caller's thread checks its deadline and Ctrl-C only between nodes. So
+// large feeds always go through the pool, whose waiting caller cancels a kernel between pieces.
+constexpr std::int64_t kCallerRunMaxFeedElements = std::int64_t{1} << 16;
 
-bool cheap_enough_for_the_caller(const CompiledGraph& g) {
+bool cheap_enough_for_the_caller(const CompiledGraph& g, const std::vector<Tensor>& feeds) {
   if (g.num_nodes() > kCallerRunMaxNodes) return false;
+  for (const Tensor& t : feeds) {
+    if (t.numel() > kCallerRunMaxFeedElements) return false;
+  }
   std::int64_t total = 0;
   for (int i = 0; i < g.num_nodes(); ++i) {
     const CompiledNode& node = g.node(i);
@@ -689,7 +696,7 @@ std::vector<Tensor> Executor::run_compiled(const std::shared_ptr<const CompiledG
   }
   const bool nested = in_node();
   const bool run_inline =
-      request.inter_pool == nullptr || nested || cheap_enough_for_the_caller(*g);
+      request.inter_pool == nullptr || nested || cheap_enough_for_the_caller(*g, feeds);
   if (nested) refuse_nesting_past_the_stack();
   if (request.observer) name_threads(request, run_inline);
   auto run = std::make_unique<Run>(g, request, run_inline, this);

@@ -99,8 +99,9 @@ class Executor {
   // run() of a signature compiled beforehand (compiled()): `feeds` are the fed tensors in the
   // order of that call's feed ids; request.feeds, fetches and targets are not read. For callers
   // that run one signature many times (Session.make_callable). A run whose graph is small and
-  // cheap (by its nodes' measured costs) runs in the calling thread, as a nested run does: the
-  // hand-over to an inter-op worker would cost more than the run. Thread-safe.
+  // cheap (by its nodes' measured costs) and whose feeds are small runs in the calling thread, as
+  // a nested run does: the hand-over to an inter-op worker would cost more than the run.
+  // Thread-safe.
   std::vector<Tensor> run_compiled(const std::shared_ptr<const CompiledGraph>& compiled,
                                    std::vector<Tensor> feeds, const RunRequest& request);
   // Compiles (or finds) the signature without running it; constant folding computes on
