@@ -273,18 +273,22 @@ class Session:
 
     @staticmethod
     def _feed_value(t: Tensor, value: Any) -> tuple[int, int, np.ndarray]:
-        if isinstance(value, (Tensor, Operation)):
+        dt = t.dtype
+        if type(value) is np.ndarray and value.dtype == dt.as_numpy_dtype and dt.name != "string":
+            arr = value  # already what implicit_array would return: skip its conversions
+        elif isinstance(value, (Tensor, Operation)):
             raise TypeError(
                 f"The value of a feed cannot be an opweave.{type(value).__name__} (feeding "
                 f"{value.name!r} to {t.name!r}): feed a NumPy array, list or scalar, or run "
                 "the tensor first."
             )
-        try:
-            arr = implicit_array(value, t.dtype)
-        except (TypeError, ValueError, OverflowError) as e:
-            raise TypeError(
-                f"Cannot feed value for Tensor {t.name!r} of dtype {t.dtype.name}: {e}"
-            ) from None
+        else:
+            try:
+                arr = implicit_array(value, dt)
+            except (TypeError, ValueError, OverflowError) as e:
+                raise TypeError(
+                    f"Cannot feed value for Tensor {t.name!r} of dtype {dt.name}: {e}"
+                ) from None
         if not _compatible(t._shape, arr.shape):
             raise ValueError(
                 f"Cannot feed value of shape {arr.shape} for Tensor {t.name!r}, which has "
