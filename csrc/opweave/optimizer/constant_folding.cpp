@@ -136,8 +136,11 @@ bool run_constant_folding(WorkGraph& g, PassContext& ctx) {
       // dies with this rewrite (its list moves); a constant others still read keeps its own.
       g.mark_rewritten(n);
       for (int p : producers) {
-        if (!g.def(p).original_nodes.empty() && g.uses(p).size() == 1 &&
-            g.control_uses(p).empty() && !g.is_protected(p)) {
+        const std::vector<WorkGraph::Use>& uses = g.uses(p);
+        const bool only_n = std::all_of(uses.begin(), uses.end(),
+                                        [n](const WorkGraph::Use& u) { return u.node == n; });
+        if (!g.def(p).original_nodes.empty() && only_n && g.control_uses(p).empty() &&
+            !g.is_protected(p)) {
           g.absorb_names(n, p);
         }
       }
