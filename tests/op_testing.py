@@ -20,7 +20,9 @@ OPWEAVE_HYPOTHESIS_EXAMPLES raises the number of examples per case (default 6).
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import os
+import pathlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -346,3 +348,14 @@ def check_case(case: OpCase, data: st.DataObject) -> None:
     check_forward(case, data.draw)
     check_threads(case, data.draw)
     check_gradient(case, data.draw)
+
+
+def all_cases() -> list[OpCase]:
+    """Every row of every ``tests/test_ops_*.py`` table. The ``*_tf.py`` modules (comparisons
+    against TensorFlow, which they import) hold no rows and are not imported."""
+    cases: list[OpCase] = []
+    for path in sorted(pathlib.Path(__file__).parent.glob("test_ops_*.py")):
+        if path.stem.endswith("_tf"):
+            continue
+        cases.extend(getattr(importlib.import_module(path.stem), "CASES", []))
+    return cases

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 import opweave as ow
+from op_testing import OpCase
 
 
 class InjectedFailure(RuntimeError):
@@ -46,10 +47,27 @@ ARITY = {"const": 0, "ctl": 2, **dict.fromkeys(BINARY, 2)}
 SLEEP_S = 0.02
 
 
+@dataclasses.dataclass(frozen=True, eq=False)
+class RowCall:
+    """One op row (tests/op_testing.py) called on fixed inputs, for a ``row`` node.
+
+    A row node runs its op on these inputs and adds ``tanh(mean(output))`` of each output to half
+    its graph input: the op runs inside random graphs (scheduled, inlined, in caller-thread mode,
+    beside failures) and the NumPy reference evaluates it with the row's own reference function.
+    The inputs are fixed rather than derived from the graph's values, so an op whose result jumps
+    (floor, argmax, comparisons) cannot flip on the last-bit differences upstream values have.
+    """
+
+    case: OpCase
+    arrays: tuple[np.ndarray, ...]
+    kwargs: dict[str, Any]
+
+
 @dataclasses.dataclass(frozen=True)
 class Node:
-    op: str  # "input", one of UNARY or BINARY
+    op: str  # "input", "row", or one of UNARY or BINARY
     inputs: tuple[int, ...] = ()
+    row: RowCall | None = None  # for "row" nodes
 
 
 @dataclasses.dataclass(frozen=True)
@@ -170,6 +188,16 @@ def _apply(op: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     raise AssertionError(op)
 
 
+def row_outputs_summary(outputs: Any) -> float:
+    """NumPy's side of a row node: the sum over the op's outputs of ``tanh(mean(output))``."""
+    parts = outputs if isinstance(outputs, (list, tuple)) else [outputs]
+    return float(sum(np.tanh(np.mean(np.asarray(o).astype(np.float64))) for o in parts))
+
+
+def _row_value(row: RowCall, a: np.ndarray) -> np.ndarray:
+    return a * 0.5 + row_outputs_summary(row.case.ref(*row.arrays, **row.kwargs))
+
+
 def evaluate(
     spec: Spec,
     feeds: tuple[np.ndarray, np.ndarray],
@@ -196,6 +224,9 @@ def evaluate(
         b = values[node.inputs[1]] if len(node.inputs) > 1 else a
         if node.op == "fail":
             raise InjectedFailure("injected failure")
+        if node.row is not None:
+            values[i] = _row_value(node.row, a)
+            continue
         values[i] = _apply(node.op, a, b)
     return [values[i] for i in spec.fetches]
 
@@ -223,6 +254,9 @@ def build(spec: Spec) -> Built:
             a = t[node.inputs[0]]
             b = t[node.inputs[1]] if len(node.inputs) > 1 else a
             op = node.op
+            if node.row is not None:
+                t.append(_build_row(node.row, a))
+                continue
             if op == "neg":
                 out = -a
             elif op == "tanh":
@@ -269,6 +303,14 @@ def build(spec: Spec) -> Built:
                 raise AssertionError(op)
             t.append(out)
     return Built(g, (t[0], t[1]), [t[i] for i in spec.fetches], t)
+
+
+def _build_row(row: RowCall, a: ow.Tensor) -> ow.Tensor:
+    inputs = [ow.constant(x) for x in row.arrays]
+    result = row.case.fn(*inputs, **row.kwargs)
+    parts = result if isinstance(result, (list, tuple)) else [result]
+    summary = ow.add_n([ow.tanh(ow.reduce_mean(ow.cast(o, ow.float64))) for o in parts])
+    return a * 0.5 + summary
 
 
 def random_feeds(spec: Spec, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:

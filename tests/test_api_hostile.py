@@ -12,8 +12,6 @@ fields and the thread controls get the same treatment. After all of it, a sessio
 
 from __future__ import annotations
 
-import importlib
-import pathlib
 from typing import Any
 
 import numpy as np
@@ -21,17 +19,10 @@ import opweave as ow
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from op_testing import OpCase, draw_inputs
+from op_testing import OpCase, all_cases, draw_inputs
 
 RAW_MESSAGES = ("incompatible function arguments", "Unable to cast", "CoreError")
 CLEAR = (TypeError, ValueError, ow.errors.OpError)
-
-
-def _cases() -> list[OpCase]:
-    cases: list[OpCase] = []
-    for path in sorted(pathlib.Path(__file__).parent.glob("test_ops_*.py")):
-        cases.extend(getattr(importlib.import_module(path.stem), "CASES", []))
-    return cases
 
 
 class _Foreign:
@@ -75,7 +66,7 @@ HOSTILE_SETTINGS = settings(
 )
 
 
-@pytest.mark.parametrize("case", _cases(), ids=repr)
+@pytest.mark.parametrize("case", all_cases(), ids=repr)
 @HOSTILE_SETTINGS
 @given(data=st.data())
 def test_hostile_arguments_to_every_op_are_clear_errors(case: OpCase, data: st.DataObject) -> None:

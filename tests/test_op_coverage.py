@@ -3,11 +3,8 @@ to), so a new op cannot land untested; and every row names an op that exists."""
 
 from __future__ import annotations
 
-import importlib
-import pathlib
-
 import opweave as ow
-from op_testing import OpCase
+from op_testing import all_cases
 
 # Ops tested by hand elsewhere, with where.
 TESTED_ELSEWHERE = {
@@ -17,24 +14,15 @@ TESTED_ELSEWHERE = {
     "PyFunc": "test_session.py, test_shutdown.py (py_function)",
     "BroadcastGradientArgs": "test_ops_core.py (test_broadcast_gradient_args_...)",
     "ReducedShape": "test_ops_core.py::test_reduced_shape_sets_the_reduced_axes_to_one",
-    "ReluGrad": "the gradient check of Relu (test_ops_core.py)",
 }
 
 
-def _all_cases() -> list[OpCase]:
-    cases: list[OpCase] = []
-    for path in sorted(pathlib.Path(__file__).parent.glob("test_ops_*.py")):
-        module = importlib.import_module(path.stem)
-        cases.extend(getattr(module, "CASES", []))
-    return cases
-
-
 def test_every_op_definition_has_a_test_row() -> None:
-    covered = {c.op_type for c in _all_cases()} | set(TESTED_ELSEWHERE)
+    covered = {c.op_type for c in all_cases()} | set(TESTED_ELSEWHERE)
     missing = sorted(set(ow.ops.REGISTRY) - covered)
     assert not missing, f"ops without a row in a tests/test_ops_*.py CASES table: {missing}"
 
 
 def test_every_row_names_a_defined_op() -> None:
-    unknown = sorted({c.op_type for c in _all_cases()} - set(ow.ops.REGISTRY))
+    unknown = sorted({c.op_type for c in all_cases()} - set(ow.ops.REGISTRY))
     assert not unknown, f"rows for ops that are not defined: {unknown}"

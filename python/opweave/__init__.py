@@ -30,13 +30,17 @@ from . import (
     config,
     errors,
     flags,
+    graphdef,
     initializers,
     kernels,
+    layers,
+    math,
     models,
     nn,
     ops,
     random,
     timeline,
+    train,
     tuning,
 )
 from ._memory import BufferCacheInfo, buffer_cache_info, empty_buffer_cache
@@ -77,14 +81,20 @@ from .dtypes import (
 )
 from .framework import (
     Graph,
+    GraphKeys,
     Operation,
     Tensor,
+    add_to_collection,
+    add_to_collections,
     control_dependencies,
     device,
+    get_collection,
+    get_collection_ref,
     get_default_graph,
     name_scope,
     reset_default_graph,
 )
+from .graphdef import import_graph_def, make_ndarray, make_tensor_proto
 from .ops import REGISTRY as _OP_REGISTRY  # noqa: F401  (every op is defined on import)
 from .ops import executing_eagerly, gradients
 from .ops.array_ops import *  # noqa: F403
@@ -94,6 +104,9 @@ from .ops.math_ops import *  # noqa: F403
 from .ops.nn_ops import relu
 from .ops.random_ops import *  # noqa: F403
 from .ops.script_ops import *  # noqa: F403
+from .ops.state_ops import *  # noqa: F403
+from .ops.variable_scopes import *  # noqa: F403
+from .ops.variables import *  # noqa: F403
 from .session import InteractiveSession, Session, get_default_session
 from .tensor_shape import Dimension, TensorShape
 from .tuning import tune
@@ -106,6 +119,7 @@ __all__ = [
     "DType",
     "Dimension",
     "Graph",
+    "GraphKeys",
     "GraphOptions",
     "InteractiveSession",
     "Operation",
@@ -119,6 +133,8 @@ __all__ = [
     "TensorShape",
     "ThreadPoolOptionProto",
     "__version__",
+    "add_to_collection",
+    "add_to_collections",
     "app",
     "as_dtype",
     "bool",
@@ -134,17 +150,25 @@ __all__ = [
     "float16",
     "float32",
     "float64",
+    "get_collection",
+    "get_collection_ref",
     "get_default_graph",
     "get_default_session",
     "get_num_interop_threads",
     "get_num_threads",
+    "graphdef",
     "half",
+    "import_graph_def",
     "int8",
     "int16",
     "int32",
     "int64",
     "kernels",
+    "layers",
     "logging",
+    "make_ndarray",
+    "make_tensor_proto",
+    "math",
     "models",
     "name_scope",
     "nn",
@@ -155,6 +179,7 @@ __all__ = [
     "string",
     "threads",
     "timeline",
+    "train",
     "tune",
     "tuning",
     "uint8",
@@ -168,6 +193,9 @@ __all__ += ops.init_ops.__all__
 __all__ += ops.random_ops.__all__
 __all__ += ["initializers", "random"]
 __all__ += ops.script_ops.__all__
+__all__ += ops.state_ops.__all__
+__all__ += ops.variable_scopes.__all__
+__all__ += ops.variables.__all__
 
 # At interpreter exit (after non-daemon threads were joined, before finalization starts): refuse
 # new calls into the core, cancel the runs still in flight in daemon threads and wait for every
@@ -192,4 +220,8 @@ def __getattr__(name: str) -> object:
         import importlib
 
         return importlib.import_module(".compat", __name__)
+    if name in ("GraphDef", "NodeDef", "AttrValue", "MetaGraphDef", "TensorProto"):
+        # TensorFlow 1's message classes (tf.GraphDef().ParseFromString(...)), built from the
+        # protobuf package on first use, so that opweave imports without it.
+        return getattr(graphdef, name)
     raise AttributeError(f"module 'opweave' has no attribute {name!r}")

@@ -1,5 +1,6 @@
 """Command line: ``python -m opweave demo`` shows the pools at work, ``info`` describes them,
-``tune MODEL`` times a graph under a grid of (intra, inter) settings and recommends one."""
+``tune MODEL`` times a graph under a grid of (intra, inter) settings and recommends one,
+``inspect MODEL.pb`` lists what a GraphDef file holds and whether opweave runs it."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 
+from .graphdef import _cli as _inspect_cli
 from .tuning import _cli as _tune_cli
 
 
@@ -72,9 +74,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     sub.add_parser("info", help="print parallel_info(): pool sizes and how they were chosen")
     _tune_cli.add_parser(sub)
+    _inspect_cli.add_parser(sub)
     args = parser.parse_args(argv)
     if args.command == "tune":
         return _tune_cli.run(args)
+    if args.command == "inspect":
+        return _inspect_cli.run(args)
     if args.command == "demo":
         # The experiment users of the two settings want, then the pool's own counters.
         from . import _demo_graph

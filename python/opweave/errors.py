@@ -18,6 +18,7 @@ __all__ = [
     "ABORTED",
     "ALREADY_EXISTS",
     "CANCELLED",
+    "DATA_LOSS",
     "DEADLINE_EXCEEDED",
     "FAILED_PRECONDITION",
     "INTERNAL",
@@ -32,6 +33,7 @@ __all__ = [
     "AbortedError",
     "AlreadyExistsError",
     "CancelledError",
+    "DataLossError",
     "DeadlineExceededError",
     "FailedPreconditionError",
     "InternalError",
@@ -60,6 +62,7 @@ OUT_OF_RANGE = 11
 UNIMPLEMENTED = 12
 INTERNAL = 13
 UNAVAILABLE = 14
+DATA_LOSS = 15
 
 
 class OpError(Exception):
@@ -115,6 +118,11 @@ class OpError(Exception):
         if self.node_name:
             return f"{self.message}\n\t [[node {self.node_name} (op: {self.op_type})]]"
         return self.message
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Errors cross processes (Dask and Ray workers send them back to the client): rebuild
+        # from the fields, not from the formatted text, which __init__ would format again.
+        return (type(self), (self.node_name, self.op_type, self.message, self.error_code))
 
 
 class CancelledError(OpError):
@@ -195,6 +203,12 @@ class UnavailableError(OpError):
     error_code = UNAVAILABLE
 
 
+class DataLossError(OpError):
+    """Unrecoverable data loss or corruption: a truncated or corrupt file (a GraphDef's bytes)."""
+
+    error_code = DATA_LOSS
+
+
 _BY_CODE: dict[int, type[OpError]] = {
     cls.error_code: cls
     for cls in (
@@ -211,6 +225,7 @@ _BY_CODE: dict[int, type[OpError]] = {
         UnimplementedError,
         InternalError,
         UnavailableError,
+        DataLossError,
     )
 }
 

@@ -27,12 +27,17 @@ from .tensor_shape import TensorShape, as_shape
 
 __all__ = [
     "Graph",
+    "GraphKeys",
     "Operation",
     "Shape",
     "Tensor",
+    "add_to_collection",
+    "add_to_collections",
     "control_dependencies",
     "device",
     "format_shape",
+    "get_collection",
+    "get_collection_ref",
     "get_default_graph",
     "name_scope",
     "register_operator",
@@ -498,6 +503,8 @@ class Graph:
             return
         ops_: list[Operation] = []
         for c in control_inputs:
+            if hasattr(c, "_as_graph_element"):  # a Variable: its VariableV2 op, as TensorFlow
+                c = c._as_graph_element()
             op = c.op if isinstance(c, Tensor) else c
             if not isinstance(op, Operation):
                 raise TypeError(f"control input must be an Operation or Tensor, got {c!r}")
@@ -611,8 +618,55 @@ class Graph:
             raise KeyError(f"The name {name!r} refers to a Tensor which does not exist.")
         return op.outputs[i]
 
+    # -- GraphDef (TensorFlow's serialized form; opweave.graphdef) -------------------------------
+    @property
+    def version(self) -> int:
+        """How many ops the graph has; :meth:`as_graph_def` takes it as ``from_version``."""
+        with self._lock:
+            return len(self._ops)
+
+    def as_graph_def(self, from_version: int | None = None, add_shapes: bool = False) -> Any:
+        """The graph as a TensorFlow ``GraphDef`` protobuf message.
+
+        Parameters
+        ----------
+        from_version : int, optional
+            Only the ops added since :attr:`version` had this value.
+        add_shapes : bool
+            Add each node's static output shapes as its ``_output_shapes`` attribute.
+
+        Raises
+        ------
+        ValueError
+            When an op cannot be written (a ``py_function``: a GraphDef holds no Python code).
+        ImportError
+            When the ``protobuf`` package is not installed (extra ``opweave[graphdef]``).
+
+        Examples
+        --------
+        >>> import opweave as ow
+        >>> g = ow.Graph()
+        >>> with g.as_default():
+        ...     _ = ow.constant(1.0, name="one") + 1.0
+        >>> [(n.name, n.op) for n in g.as_graph_def().node]
+        [('one', 'Const'), ('Const', 'Const'), ('add', 'Add')]
+        """
+        from .graphdef._export import graph_to_graph_def
+
+        return graph_to_graph_def(self, from_version, add_shapes)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Graphs pickle as their GraphDef bytes, rebuilt by a function that only parses them:
+        # unpickling a graph runs no code from the pickle (collections and seeds do not travel).
+        from .graphdef._io import graph_from_bytes
+
+        return (graph_from_bytes, (self.as_graph_def().SerializeToString(),))
+
     def as_graph_element(self, obj: str | Tensor | Operation) -> Tensor | Operation:
-        """A tensor or op of this graph from itself or its name (``"x:0"`` or ``"x"``)."""
+        """A tensor or op of this graph from itself, its name (``"x:0"`` or ``"x"``) or an object
+        standing for one (a Variable stands for its VariableV2's output, as in TensorFlow)."""
+        if hasattr(obj, "_as_graph_element"):
+            obj = obj._as_graph_element()
         if isinstance(obj, (Tensor, Operation)):
             if obj.graph is not self:
                 raise ValueError(f"{obj!r} is not an element of this graph.")
@@ -625,11 +679,18 @@ class Graph:
 
 
 def _core_attrs(attrs: dict[str, Any]) -> dict[str, Any]:
-    """The attributes the C++ kernels read: dtypes as core enums; Python-only values (static
-    shapes, None, names starting with ``_``) stay on the Python Operation."""
+    """The attributes the C++ kernels read: dtypes as core enums, shapes of known rank as lists
+    (-1 for an unknown dim); Python-only values (None, unknown-rank shapes, names starting with
+    ``_``) stay on the Python Operation."""
     out: dict[str, Any] = {}
     for k, v in attrs.items():
-        if k.startswith("_") or v is None or isinstance(v, TensorShape):
+        if k.startswith("_") or v is None:
+            continue
+        if isinstance(v, TensorShape):
+            # A shape the kernels may read (VariableV2's): its dims, -1 where unknown.
+            raw = v.as_raw()
+            if raw is not None:
+                out[k] = [-1 if d is None else d for d in raw]
             continue
         if isinstance(v, DType):
             out[k] = v._core
@@ -690,3 +751,83 @@ def control_dependencies(
 def device(spec: str | None) -> contextlib.AbstractContextManager[None]:
     """``get_default_graph().device(spec)``: place ops created inside on ``spec`` (``'/CPU:1'``)."""
     return get_default_graph().device(spec)
+
+
+class GraphKeys:
+    """TensorFlow 1's standard collection names (``opweave.GraphKeys.GLOBAL_VARIABLES``, ...).
+
+    >>> GraphKeys.GLOBAL_VARIABLES, GraphKeys.TRAINABLE_VARIABLES
+    ('variables', 'trainable_variables')
+    """
+
+    GLOBAL_VARIABLES = "variables"
+    VARIABLES = GLOBAL_VARIABLES  # the deprecated name
+    LOCAL_VARIABLES = "local_variables"
+    METRIC_VARIABLES = "metric_variables"
+    MODEL_VARIABLES = "model_variables"
+    TRAINABLE_VARIABLES = "trainable_variables"
+    TRAINABLE_RESOURCE_VARIABLES = "trainable_resource_variables"
+    MOVING_AVERAGE_VARIABLES = "moving_average_variables"
+    GLOBAL_STEP = "global_step"
+    TRAIN_OP = "train_op"
+    UPDATE_OPS = "update_ops"
+    LOSSES = "losses"
+    REGULARIZATION_LOSSES = "regularization_losses"
+    SUMMARIES = "summaries"
+    INIT_OP = "init_op"
+    LOCAL_INIT_OP = "local_init_op"
+    READY_OP = "ready_op"
+    READY_FOR_LOCAL_INIT_OP = "ready_for_local_init_op"
+    SAVERS = "savers"
+    SAVEABLE_OBJECTS = "saveable_objects"
+    WEIGHTS = "weights"
+    BIASES = "biases"
+    ACTIVATIONS = "activations"
+    QUEUE_RUNNERS = "queue_runners"
+    TABLE_INITIALIZERS = "table_initializer"
+    RESOURCES = "resources"
+    LOCAL_RESOURCES = "local_resources"
+    CONCATENATED_VARIABLES = "concatenated_variables"
+    EVAL_STEP = "eval_step"
+    ASSET_FILEPATHS = "asset_filepaths"
+    SUMMARY_OP = "summary_op"
+    COND_CONTEXT = "cond_context"
+    WHILE_CONTEXT = "while_context"
+    #: The collections a variable may be in (used to tell variables from other items).
+    _VARIABLE_COLLECTIONS = (
+        GLOBAL_VARIABLES,
+        LOCAL_VARIABLES,
+        METRIC_VARIABLES,
+        MODEL_VARIABLES,
+        TRAINABLE_VARIABLES,
+        MOVING_AVERAGE_VARIABLES,
+        CONCATENATED_VARIABLES,
+        TRAINABLE_RESOURCE_VARIABLES,
+    )
+
+
+def add_to_collection(name: str, value: Any) -> None:
+    """``get_default_graph().add_to_collection(name, value)``."""
+    get_default_graph().add_to_collection(name, value)
+
+
+def add_to_collections(names: Iterable[str] | str, value: Any) -> None:
+    """``get_default_graph().add_to_collections(names, value)``."""
+    get_default_graph().add_to_collections(names, value)
+
+
+def get_collection(key: str, scope: str | None = None) -> list[Any]:
+    """A copy of the default graph's collection ``key`` (items whose name matches ``scope``).
+
+    >>> import opweave as ow
+    >>> with ow.Graph().as_default():
+    ...     ow.add_to_collection("things", 1)
+    ...     ow.get_collection("things")
+    [1]
+    """
+    return get_default_graph().get_collection(key, scope)
+
+
+def get_collection_ref(key: str) -> list[Any]:
+    """The default graph's collection ``key`` itself (a list that may be changed in place)."""
+    return get_default_graph().get_collection_ref(key)

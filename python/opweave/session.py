@@ -123,8 +123,8 @@ class _Fetches:
     def _flatten(self, fetches: Any) -> Callable[[list[np.ndarray]], Any]:
         if isinstance(fetches, bytes):  # TensorFlow takes names as bytes too
             fetches = _decode_name(fetches, "Fetch")
-        if isinstance(fetches, (Tensor, Operation, str)):
-            return self._leaf(fetches)
+        if isinstance(fetches, (Tensor, Operation, str)) or hasattr(fetches, "_as_graph_element"):
+            return self._leaf(fetches)  # a Variable stands for its value, as in TensorFlow 1
         if isinstance(fetches, Mapping):
             parts = {k: self._flatten(v) for k, v in fetches.items()}
             kind = type(fetches)
@@ -221,6 +221,11 @@ class Session:
     def graph(self) -> Graph:
         """The graph this session runs."""
         return self._graph
+
+    @property
+    def graph_def(self) -> Any:
+        """The session's graph as a TensorFlow ``GraphDef`` (``graph.as_graph_def()``)."""
+        return self._graph.as_graph_def()
 
     @property
     def config(self) -> ConfigProto:

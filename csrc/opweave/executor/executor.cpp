@@ -9,6 +9,7 @@
 #include "opweave/cancellation.h"
 #include "opweave/spin.h"
 #include "opweave/stack_guard.h"
+#include "opweave/state/variable.h"
 
 namespace opweave {
 
@@ -716,7 +717,20 @@ std::vector<Tensor> Executor::run_compiled(const std::shared_ptr<const CompiledG
   }
   std::vector<Tensor> out;
   out.reserve(g->fetch_slots().size());
-  for (int s : g->fetch_slots()) out.push_back(run->slots[static_cast<std::size_t>(s)]);
+  for (int s : g->fetch_slots()) {
+    const Tensor& value = run->slots[static_cast<std::size_t>(s)];
+    // A fetched ref (a VariableV2's output, an Assign's) gives the variable's value, as in
+    // TensorFlow 1; read now, after every node of the run finished.
+    if (const Variable* var = ref_variable(value)) {
+      try {
+        out.push_back(var->read(request.intra_pool));
+      } catch (const OpError& e) {
+        throw RunFailure(e.code(), e.what(), var->name(), "VariableV2", std::current_exception());
+      }
+    } else {
+      out.push_back(value);
+    }
+  }
   return out;
 }
 

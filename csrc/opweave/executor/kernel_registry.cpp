@@ -17,7 +17,12 @@ void register_elementwise_kernels();
 void register_reduction_kernels();
 void register_matmul_kernels();
 void register_array_kernels();
+void register_nn_kernels();
 void register_random_kernels();
+void register_conv_kernels();
+void register_pool_kernels();
+void register_state_kernels();
+void register_training_kernels();
 
 namespace {
 
@@ -41,7 +46,12 @@ Registry& storage() { return *g_registry; }
   register_reduction_kernels();
   register_matmul_kernels();
   register_array_kernels();
+  register_nn_kernels();
   register_random_kernels();
+  register_conv_kernels();
+  register_pool_kernels();
+  register_state_kernels();
+  register_training_kernels();
   return true;
 }();
 

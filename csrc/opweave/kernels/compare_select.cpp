@@ -1,11 +1,14 @@
-// Comparisons (bool results), select (condition ? x : y) and broadcast_to: element-wise loops
-// over broadcast operands, split over the pool in contiguous pieces of the output, so every
-// element is computed the same way whoever runs it.
+// Comparisons (bool results), select (condition ? x : y), where (the coordinates of the true
+// elements) and broadcast_to: element-wise loops over broadcast operands, split over the pool in
+// contiguous pieces of the output, so every element is computed the same way whoever runs it.
+#include <algorithm>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include "opweave/kernels/kernel_util.h"
 #include "opweave/kernels/kernels.h"
+#include "opweave/parallel_for.h"
 
 namespace opweave {
 namespace {
@@ -34,8 +37,44 @@ bool compare_one(CompareOp op, const T& a, const T& b) {
   return false;
 }
 
+// Both operands laid out like the output, or one of them a single element: plain loops the
+// compiler vectorises (the same comparison per element as the strided path).
+template <typename T, CompareOp Op>
+void compare_flat(const T* pa, std::int64_t sa, const T* pb, std::int64_t sb, bool* po,
+                  std::int64_t n) {
+  if (sa == 1 && sb == 1) {
+    for (std::int64_t i = 0; i < n; ++i) po[i] = compare_one<T>(Op, pa[i], pb[i]);
+  } else if (sa == 1) {
+    const T bv = *pb;
+    for (std::int64_t i = 0; i < n; ++i) po[i] = compare_one<T>(Op, pa[i], bv);
+  } else {
+    const T av = *pa;
+    for (std::int64_t i = 0; i < n; ++i) po[i] = compare_one<T>(Op, av, pb[i]);
+  }
+}
+
 template <typename T, CompareOp Op>
 void compare_typed(const Tensor& a, const Tensor& b, const Tensor& out, ThreadPool* pool) {
+  const std::int64_t n = out.numel();
+  const auto flat = [n](const Tensor& t) -> std::int64_t {
+    if (t.numel() == n && t.is_contiguous()) return 1;
+    return t.numel() == 1 ? 0 : -1;
+  };
+  const std::int64_t fa = flat(a), fb = flat(b);
+  if constexpr (!std::is_same_v<T, std::string>) {
+    if (fa >= 0 && fb >= 0 && (fa == 1 || fb == 1)) {
+      const T* pa = a.data<T>();
+      const T* pb = b.data<T>();
+      bool* po = out.data<bool>();
+      for_elements(
+          pool, n, kElementwiseParallelThreshold,
+          [&](std::int64_t begin, std::int64_t end) {
+            compare_flat<T, Op>(pa + begin * fa, fa, pb + begin * fb, fb, po + begin, end - begin);
+          },
+          1.0);
+      return;
+    }
+  }
   const StridedLoop<2> loop(out.shape(),
                             {broadcast_strides(a, out.shape()), broadcast_strides(b, out.shape())});
   const T* pa = a.data<T>();
@@ -141,6 +180,169 @@ Tensor select(const Tensor& condition, const Tensor& x, const Tensor& y, ThreadP
   } else {
     kernel_detail::dispatch_by_size(x.dtype(), run);
   }
+  return out;
+}
+
+Tensor select_rows(const Tensor& condition, const Tensor& x, const Tensor& y, ThreadPool* pool) {
+  if (x.shape() != y.shape()) {
+    throw_invalid_argument("'then' and 'else' must have the same shape, but received: " +
+                           shape_to_string(x.shape()) + " vs. " + shape_to_string(y.shape()));
+  }
+  if (condition.ndim() == 0 || condition.shape() == x.shape()) return select(condition, x, y, pool);
+  if (condition.ndim() != 1 || x.ndim() < 1 || condition.dim(0) != x.dim(0)) {
+    throw_invalid_argument(
+        "'condition' must be a scalar, a vector of the first dimension of "
+        "'then', or have the shape of 'then': got condition " +
+        shape_to_string(condition.shape()) + " and then " + shape_to_string(x.shape()));
+  }
+  // A vector picks whole rows: view it as [n, 1, ..., 1] and broadcast.
+  Shape shape(static_cast<std::size_t>(x.ndim()), 1);
+  Shape strides(static_cast<std::size_t>(x.ndim()), 0);
+  shape[0] = condition.dim(0);
+  strides[0] = condition.strides()[0];
+  const Tensor rows =
+      Tensor::wrap(DType::kBool, shape, strides, condition.raw_data(), condition.owner());
+  return select(rows, x, y, pool);
+}
+
+namespace {
+
+// Elements of x per unit of where's two passes (count, then write): fixed, so the pieces and
+// their order never depend on the pool.
+constexpr std::int64_t kWhereBlock = 32 * 1024;
+
+template <typename T>
+bool is_true(const T& v) {
+  return v != T(0);  // NaN is true, -0.0 false, as in TensorFlow
+}
+
+}  // namespace
+
+Tensor where_indices(const Tensor& input, ThreadPool* pool) {
+  if (input.ndim() == 0) {
+    throw_invalid_argument("WhereOp : Unhandled input dimensions: 0");
+  }
+  const Tensor x = input.contiguous();
+  const int rank = x.ndim();
+  const std::int64_t n = x.numel();
+  const std::int64_t blocks = (n + kWhereBlock - 1) / kWhereBlock;
+  std::vector<std::int64_t> counts(static_cast<std::size_t>(blocks) + 1, 0);
+  Tensor out;
+  kernel_detail::dispatch_all(x.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* px = x.data<T>();
+    parallel_for(
+        pool, 0, blocks, 1,
+        [&](std::int64_t b0, std::int64_t b1) {
+          for (std::int64_t b = b0; b < b1; ++b) {
+            const std::int64_t lo = b * kWhereBlock;
+            const std::int64_t hi = std::min(n, lo + kWhereBlock);
+            std::int64_t c = 0;
+            for (std::int64_t i = lo; i < hi; ++i) c += is_true(px[i]) ? 1 : 0;
+            counts[static_cast<std::size_t>(b) + 1] = c;
+          }
+        },
+        static_cast<double>(kWhereBlock));
+    for (std::int64_t b = 0; b < blocks; ++b) {
+      counts[static_cast<std::size_t>(b) + 1] += counts[static_cast<std::size_t>(b)];
+    }
+    out = Tensor::empty(DType::kInt64, {counts.back(), rank});
+    std::int64_t* po = out.data<std::int64_t>();
+    parallel_for(
+        pool, 0, blocks, 1,
+        [&](std::int64_t b0, std::int64_t b1) {
+          std::vector<std::int64_t> index(static_cast<std::size_t>(rank));
+          for (std::int64_t b = b0; b < b1; ++b) {
+            const std::int64_t lo = b * kWhereBlock;
+            const std::int64_t hi = std::min(n, lo + kWhereBlock);
+            // The coordinates of element lo, then counted up element by element.
+            std::int64_t rem = lo;
+            for (int d = rank - 1; d >= 0; --d) {
+              index[static_cast<std::size_t>(d)] = rem % x.dim(d);
+              rem /= x.dim(d);
+            }
+            std::int64_t* row = po + counts[static_cast<std::size_t>(b)] * rank;
+            for (std::int64_t i = lo; i < hi; ++i) {
+              if (is_true(px[i])) {
+                for (int d = 0; d < rank; ++d) row[d] = index[static_cast<std::size_t>(d)];
+                row += rank;
+              }
+              for (int d = rank - 1; d >= 0; --d) {
+                if (++index[static_cast<std::size_t>(d)] < x.dim(d)) break;
+                index[static_cast<std::size_t>(d)] = 0;
+              }
+            }
+          }
+        },
+        static_cast<double>(kWhereBlock));
+  });
+  return out;
+}
+
+namespace {
+
+// max(min(v, hi), lo) with NaN propagating from any operand, as TensorFlow's Minimum / Maximum.
+template <typename T>
+T clip_one(T v, T lo, T hi) {
+  T m = hi < v ? hi : v;
+  if constexpr (std::is_floating_point_v<T>) m = (v != v || hi != hi) ? v + hi : m;
+  T r = m < lo ? lo : m;
+  if constexpr (std::is_floating_point_v<T>) r = (m != m || lo != lo) ? m + lo : r;
+  return r;
+}
+
+}  // namespace
+
+Tensor clip_by_value(const Tensor& t, const Tensor& lo, const Tensor& hi, ThreadPool* pool) {
+  if (t.dtype() != lo.dtype() || t.dtype() != hi.dtype()) {
+    throw_invalid_argument(std::string("clip_by_value: t, clip_value_min and clip_value_max must "
+                                       "have one dtype, got ") +
+                           dtype_name(t.dtype()) + ", " + dtype_name(lo.dtype()) + " and " +
+                           dtype_name(hi.dtype()));
+  }
+  for (const Tensor* bound : {&lo, &hi}) {
+    if (bound->ndim() != 0 && bound->shape() != t.shape()) {
+      throw_invalid_argument(
+          "clip_value_min and clip_value_max must be either scalars or have "
+          "the same shape as the input t: got t " +
+          shape_to_string(t.shape()) + ", clip_value_min " + shape_to_string(lo.shape()) +
+          ", clip_value_max " + shape_to_string(hi.shape()));
+    }
+  }
+  Tensor out = Tensor::empty(t.dtype(), t.shape());
+  if (out.numel() == 0) return out;
+  const Shape& shape = t.shape();
+  const StridedLoop<3> loop(
+      shape, {t.strides(), broadcast_strides(lo, shape), broadcast_strides(hi, shape)});
+  kernel_detail::dispatch_all(t.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (!std::is_same_v<T, bool>) {
+      const T* pt = t.data<T>();
+      const T* pl = lo.data<T>();
+      const T* ph = hi.data<T>();
+      T* po = out.data<T>();
+      auto body = [&](std::int64_t begin, std::int64_t end) {
+        loop.run(
+            begin, end,
+            [&](std::int64_t o, const std::int64_t* off, const std::int64_t* st, std::int64_t n) {
+              const T* x = pt + off[0];
+              const T* a = pl + off[1];
+              const T* b = ph + off[2];
+              if (st[0] == 1 && st[1] == 0 && st[2] == 0) {  // scalar bounds
+                const T av = *a, bv = *b;
+                for (std::int64_t i = 0; i < n; ++i) po[o + i] = clip_one<T>(x[i], av, bv);
+              } else {
+                for (std::int64_t i = 0; i < n; ++i) {
+                  po[o + i] = clip_one<T>(x[i * st[0]], a[i * st[1]], b[i * st[2]]);
+                }
+              }
+            });
+      };
+      for_elements(pool, loop.numel, kElementwiseParallelThreshold, body, 1.0);
+    } else {
+      throw_invalid_argument("clip_by_value does not support dtype bool");
+    }
+  });
   return out;
 }
 

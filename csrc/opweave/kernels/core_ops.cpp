@@ -13,6 +13,7 @@
 #include "opweave/executor/kernel_registry.h"
 #include "opweave/kernels/kernel_util.h"
 #include "opweave/kernels/kernels.h"
+#include "opweave/state/variable.h"
 
 namespace opweave {
 namespace {
@@ -163,8 +164,16 @@ void register_core_kernels() {
                      return [message](KernelContext&) { throw_invalid_argument(message); };
                    },
                    CostHint::kCheap});
-  for (const char* op : {"Identity", "IdentityN", "StopGradient", "PreventGradient",
-                         "PlaceholderWithDefault", "Snapshot"}) {
+  // Identity also reads variables: TensorFlow 1's `v/read` is an Identity of the VariableV2's
+  // ref, whose value it outputs (a value that is not a ref passes through).
+  register_kernel("Identity", {[](const NodeDef&) -> Kernel {
+                                 return [](KernelContext& ctx) {
+                                   ctx.outputs[0] = deref(ctx.inputs[0], ctx.intra_pool);
+                                 };
+                               },
+                               CostHint::kCheap});
+  for (const char* op :
+       {"IdentityN", "StopGradient", "PreventGradient", "PlaceholderWithDefault", "Snapshot"}) {
     register_kernel(op, {pass_through, CostHint::kCheap});
   }
   register_kernel(

@@ -41,6 +41,12 @@ const char* binary_name(BinaryOp op) {
       return "minimum";
     case BinaryOp::kReluGrad:
       return "relu_grad";
+    case BinaryOp::kPow:
+      return "pow";
+    case BinaryOp::kFloorMod:
+      return "floormod";
+    case BinaryOp::kSquaredDifference:
+      return "squared_difference";
   }
   return "binary";
 }
@@ -57,6 +63,36 @@ const char* unary_name(UnaryOp op) {
       return "tanh";
     case UnaryOp::kSigmoid:
       return "sigmoid";
+    case UnaryOp::kAbs:
+      return "abs";
+    case UnaryOp::kSign:
+      return "sign";
+    case UnaryOp::kSquare:
+      return "square";
+    case UnaryOp::kSqrt:
+      return "sqrt";
+    case UnaryOp::kRsqrt:
+      return "rsqrt";
+    case UnaryOp::kLog:
+      return "log";
+    case UnaryOp::kLog1p:
+      return "log1p";
+    case UnaryOp::kExpm1:
+      return "expm1";
+    case UnaryOp::kFloor:
+      return "floor";
+    case UnaryOp::kCeil:
+      return "ceil";
+    case UnaryOp::kRound:
+      return "round";
+    case UnaryOp::kReciprocal:
+      return "reciprocal";
+    case UnaryOp::kSin:
+      return "sin";
+    case UnaryOp::kCos:
+      return "cos";
+    case UnaryOp::kLogicalNot:
+      return "logical_not";
   }
   return "unary";
 }
@@ -84,6 +120,33 @@ T floor_div(T a, T b) {
   T q = a / b;
   if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
   return q;
+}
+
+// TensorFlow's FloorMod of integers (the remainder takes the divisor's sign); the caller has
+// checked b != 0.
+template <typename T>
+T floor_mod(T a, T b) {
+  if constexpr (std::is_signed_v<T>) {
+    if (b == -1) return T(0);  // avoids the INT_MIN % -1 trap
+    const T r = static_cast<T>(a % b);
+    return (r != 0 && ((r < 0) != (b < 0))) ? static_cast<T>(r + b) : r;
+  } else {
+    return static_cast<T>(a % b);
+  }
+}
+
+// a^b by repeated squaring, wrapping like the other integer arithmetic; the caller has checked
+// b >= 0.
+template <typename T>
+T int_pow(T a, T b) {
+  T result = 1;
+  T base = a;
+  while (b != 0) {
+    if (b & 1) result = wrap_mul(result, base);
+    b = static_cast<T>(b >> 1);
+    if (b != 0) base = wrap_mul(base, base);
+  }
+  return result;
 }
 
 // NaN-propagating maximum/minimum, as numpy.maximum / numpy.minimum.
@@ -127,6 +190,18 @@ struct BinaryFn {
       if constexpr (Op == BinaryOp::kMaximum) return nan_max(a, b);
       if constexpr (Op == BinaryOp::kMinimum) return nan_min(a, b);
       if constexpr (Op == BinaryOp::kReluGrad) return b > T(0) ? a : T(0);
+      if constexpr (Op == BinaryOp::kPow) {
+        if (b < 0) throw_invalid_argument("Integers to negative integer powers are not allowed");
+        return int_pow(a, b);
+      }
+      if constexpr (Op == BinaryOp::kFloorMod) {
+        if (b == 0) throw_invalid_argument("Integer division by zero");
+        return floor_mod(a, b);
+      }
+      if constexpr (Op == BinaryOp::kSquaredDifference) {
+        const T d = wrap_sub(a, b);
+        return wrap_mul(d, d);
+      }
     } else {
       if constexpr (Op == BinaryOp::kAdd) return a + b;
       if constexpr (Op == BinaryOp::kSub) return a - b;
@@ -136,14 +211,66 @@ struct BinaryFn {
       if constexpr (Op == BinaryOp::kMaximum) return nan_max(a, b);
       if constexpr (Op == BinaryOp::kMinimum) return nan_min(a, b);
       if constexpr (Op == BinaryOp::kReluGrad) return b > T(0) ? a : T(0);
+      // kPow, kFloorMod, kSquaredDifference: the ISA table's loops (binary_run).
+      return a;
     }
   }
 };
+
+// The float ops whose loops come from the ISA-specific table (unary_math_loops.h).
+template <BinaryOp Op>
+constexpr bool kTableBinary =
+    Op == BinaryOp::kPow || Op == BinaryOp::kFloorMod || Op == BinaryOp::kSquaredDifference;
+
+template <typename T>
+unary_math::Table<T> select_math_table() {
+#if defined(OPWEAVE_X86_64)
+  const IsaFlags isa = isa_flags();
+  if (isa.can_run_avx512_files()) {
+    if constexpr (std::is_same_v<T, float>) return unary_math::table_avx512_f32();
+    if constexpr (std::is_same_v<T, double>) return unary_math::table_avx512_f64();
+  }
+  if (isa.can_run_avx2_files()) {
+    if constexpr (std::is_same_v<T, float>) return unary_math::table_avx2_f32();
+    if constexpr (std::is_same_v<T, double>) return unary_math::table_avx2_f64();
+  }
+#endif
+  if constexpr (std::is_same_v<T, float>) {
+    return unary_math::table_baseline_f32();
+  } else {
+    return unary_math::table_baseline_f64();
+  }
+}
+
+// Chosen at load time, not on first use: see fork_guard.h.
+const unary_math::Table<float> g_math_f32 = select_math_table<float>();
+const unary_math::Table<double> g_math_f64 = select_math_table<double>();
+
+template <typename T>
+const unary_math::Table<T>& math_table() {
+  if constexpr (std::is_same_v<T, float>) {
+    return g_math_f32;
+  } else {
+    return g_math_f64;
+  }
+}
+
+template <BinaryOp Op, typename T>
+unary_math::BinaryRunFn<T> table_binary() {
+  const unary_math::Table<T>& t = math_table<T>();
+  if constexpr (Op == BinaryOp::kPow) return t.pow;
+  if constexpr (Op == BinaryOp::kFloorMod) return t.floormod;
+  return t.squared_difference;
+}
 
 // The three inner-loop shapes worth specialising: both inputs contiguous, one a broadcast scalar.
 // Written as plain indexed loops so the compiler vectorises them.
 template <BinaryOp Op, typename T>
 void binary_run(const T* a, std::int64_t sa, const T* b, std::int64_t sb, T* out, std::int64_t n) {
+  if constexpr (std::is_floating_point_v<T> && kTableBinary<Op>) {
+    table_binary<Op, T>()(a, sa, b, sb, out, n);
+    return;
+  }
   using F = BinaryFn<Op, T>;
   if (sa == 1 && sb == 1) {
     for (std::int64_t i = 0; i < n; ++i) out[i] = F::apply(a[i], b[i]);
@@ -168,13 +295,21 @@ inline std::int64_t flat_stride(const Tensor& t, std::int64_t numel) {
 
 // out[i] = op(a[i * sa], b[i * sb]) for i < n, with sa, sb in {0, 1}. out may be a or b itself
 // (same index: each element is read before it is written).
+// Elements of work an element of op costs, relative to an add; the polynomial and remainder ops
+// are worth splitting over threads at smaller sizes.
+template <BinaryOp Op>
+constexpr double kBinaryCost = Op == BinaryOp::kPow || Op == BinaryOp::kFloorMod ? 20.0 : 1.0;
+template <BinaryOp Op>
+constexpr std::int64_t kBinaryThreshold =
+    kBinaryCost<Op> > 1.0 ? kElementwiseParallelThreshold / 8 : kElementwiseParallelThreshold;
+
 template <BinaryOp Op, typename T>
 void binary_flat(const T* pa, std::int64_t sa, const T* pb, std::int64_t sb, T* po, std::int64_t n,
                  ThreadPool* pool) {
   auto flat = [&](std::int64_t begin, std::int64_t end) {
     binary_run<Op, T>(pa + begin * sa, sa, pb + begin * sb, sb, po + begin, end - begin);
   };
-  for_elements(pool, n, kElementwiseParallelThreshold, flat, 1.0);
+  for_elements(pool, n, kBinaryThreshold<Op>, flat, kBinaryCost<Op>);
 }
 
 // Calls fn(std::integral_constant<BinaryOp, op>{}).
@@ -199,6 +334,12 @@ void with_binary_op(BinaryOp op, Fn&& fn) {
       return fn(std::integral_constant<BinaryOp, BinaryOp::kMinimum>{});
     case BinaryOp::kReluGrad:
       return fn(std::integral_constant<BinaryOp, BinaryOp::kReluGrad>{});
+    case BinaryOp::kPow:
+      return fn(std::integral_constant<BinaryOp, BinaryOp::kPow>{});
+    case BinaryOp::kFloorMod:
+      return fn(std::integral_constant<BinaryOp, BinaryOp::kFloorMod>{});
+    case BinaryOp::kSquaredDifference:
+      return fn(std::integral_constant<BinaryOp, BinaryOp::kSquaredDifference>{});
   }
 }
 
@@ -224,31 +365,7 @@ void binary_typed(const Tensor& a, const Tensor& b, const Tensor& out, ThreadPoo
                binary_run<Op, T>(pa + off[0], st[0], pb + off[1], st[1], po + o, n);
              });
   };
-  for_elements(pool, loop.numel, kElementwiseParallelThreshold, body, 1.0);
-}
-
-template <typename T>
-T apply_unary(UnaryOp op, T x) {
-  if constexpr (std::is_same_v<T, bool>) {
-    return x;  // rejected before the loop runs
-  } else if constexpr (std::is_integral_v<T>) {
-    if (op == UnaryOp::kNeg) return wrap_sub<T>(0, x);
-    return x < 0 ? T(0) : x;  // kRelu
-  } else {
-    switch (op) {
-      case UnaryOp::kNeg:
-        return -x;
-      case UnaryOp::kRelu:
-        return x < T(0) ? T(0) : x;  // NaN stays NaN
-      case UnaryOp::kExp:
-        return vector_math::exp(x);
-      case UnaryOp::kTanh:
-        return vector_math::tanh(x);
-      case UnaryOp::kSigmoid:
-        return vector_math::sigmoid(x);
-    }
-    return x;
-  }
+  for_elements(pool, loop.numel, kBinaryThreshold<Op>, body, kBinaryCost<Op>);
 }
 
 template <typename T, typename Fn>
@@ -285,7 +402,8 @@ void unary_loop(const Tensor& x, const Tensor& out, ThreadPool* pool, Fn fn, dou
 template <typename T>
 void unary_runs(const Tensor& x, const Tensor& out, ThreadPool* pool, unary_math::RunFn<T> fn,
                 double cost) {
-  const std::int64_t threshold = kElementwiseParallelThreshold / 8;
+  const std::int64_t threshold =
+      cost > 1.0 ? kElementwiseParallelThreshold / 8 : kElementwiseParallelThreshold;
   const T* px = x.data<T>();
   T* po = out.data<T>();
   if (x.is_contiguous()) {  // one run per chunk, no stride bookkeeping
@@ -303,35 +421,6 @@ void unary_runs(const Tensor& x, const Tensor& out, ThreadPool* pool, unary_math
              });
   };
   for_elements(pool, loop.numel, threshold, body, cost);
-}
-
-template <typename T>
-unary_math::Table<T> select_math_table() {
-#if defined(OPWEAVE_X86_64)
-  const IsaFlags isa = isa_flags();
-  if (isa.can_run_avx2_files()) {
-    if constexpr (std::is_same_v<T, float>) return unary_math::table_avx2_f32();
-    if constexpr (std::is_same_v<T, double>) return unary_math::table_avx2_f64();
-  }
-#endif
-  if constexpr (std::is_same_v<T, float>) {
-    return unary_math::table_baseline_f32();
-  } else {
-    return unary_math::table_baseline_f64();
-  }
-}
-
-// Chosen at load time, not on first use: see fork_guard.h.
-const unary_math::Table<float> g_math_f32 = select_math_table<float>();
-const unary_math::Table<double> g_math_f64 = select_math_table<double>();
-
-template <typename T>
-const unary_math::Table<T>& math_table() {
-  if constexpr (std::is_same_v<T, float>) {
-    return g_math_f32;
-  } else {
-    return g_math_f64;
-  }
 }
 
 }  // namespace
@@ -402,49 +491,136 @@ bool binary_in_place(BinaryOp op, const Tensor& a, const Tensor& b, int into, Th
 namespace {
 
 bool unary_needs_float(UnaryOp op) {
-  return op == UnaryOp::kExp || op == UnaryOp::kTanh || op == UnaryOp::kSigmoid;
+  switch (op) {
+    case UnaryOp::kNeg:
+    case UnaryOp::kRelu:
+    case UnaryOp::kAbs:
+    case UnaryOp::kSign:
+    case UnaryOp::kSquare:
+    case UnaryOp::kRound:
+    case UnaryOp::kLogicalNot:
+      return false;
+    default:
+      return true;
+  }
 }
 
 bool unary_supports(UnaryOp op, DType dtype) {
+  if (op == UnaryOp::kLogicalNot) return dtype == DType::kBool;
   return dtype != DType::kBool && (!unary_needs_float(op) || dtype_is_floating(dtype));
+}
+
+// The loop of a float op from the ISA-specific table.
+template <typename T>
+unary_math::RunFn<T> table_unary(UnaryOp op) {
+  const unary_math::Table<T>& t = math_table<T>();
+  switch (op) {
+    case UnaryOp::kExp:
+      return t.exp;
+    case UnaryOp::kTanh:
+      return t.tanh;
+    case UnaryOp::kSigmoid:
+      return t.sigmoid;
+    case UnaryOp::kAbs:
+      return t.abs;
+    case UnaryOp::kSign:
+      return t.sign;
+    case UnaryOp::kSquare:
+      return t.square;
+    case UnaryOp::kSqrt:
+      return t.sqrt;
+    case UnaryOp::kRsqrt:
+      return t.rsqrt;
+    case UnaryOp::kLog:
+      return t.log;
+    case UnaryOp::kLog1p:
+      return t.log1p;
+    case UnaryOp::kExpm1:
+      return t.expm1;
+    case UnaryOp::kFloor:
+      return t.floor;
+    case UnaryOp::kCeil:
+      return t.ceil;
+    case UnaryOp::kRound:
+      return t.round;
+    case UnaryOp::kReciprocal:
+      return t.reciprocal;
+    case UnaryOp::kSin:
+      return t.sin;
+    case UnaryOp::kCos:
+      return t.cos;
+    default:
+      return nullptr;
+  }
+}
+
+// Elements of work an element costs, relative to a copy: the polynomial ops are worth splitting
+// over threads at smaller sizes.
+double unary_cost(UnaryOp op) {
+  switch (op) {
+    case UnaryOp::kNeg:
+    case UnaryOp::kRelu:
+    case UnaryOp::kAbs:
+    case UnaryOp::kSign:
+    case UnaryOp::kSquare:
+    case UnaryOp::kFloor:
+    case UnaryOp::kCeil:
+    case UnaryOp::kRound:
+    case UnaryOp::kReciprocal:
+    case UnaryOp::kLogicalNot:
+      return 1.0;
+    case UnaryOp::kSqrt:
+    case UnaryOp::kRsqrt:
+      return 4.0;
+    default:
+      return 20.0;
+  }
 }
 
 // out = op(x) for a supported dtype and a non-empty x; out is contiguous with x's shape and may
 // be x itself when x is contiguous (each element is read before it is written).
 void unary_into(UnaryOp op, const Tensor& x, const Tensor& out, ThreadPool* pool) {
-  const bool needs_float = unary_needs_float(op);
+  const double cost = unary_cost(op);
   dispatch_all(x.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
-    // Transcendentals cost ~20-40 cycles an element: worth forking at smaller sizes.
-    const double cost = needs_float ? 20.0 : 1.0;
-    switch (op) {
-      // Each op gets its own small lambda (not apply_unary's switch) so the loop body inlines
-      // and vectorises.
-      case UnaryOp::kNeg:
-        if constexpr (std::is_floating_point_v<T>) {
+    if constexpr (std::is_same_v<T, bool>) {
+      // kLogicalNot, the one op on bool (unary_supports).
+      return unary_loop<T>(x, out, pool, [](T v) { return !v; }, cost);
+    } else if constexpr (std::is_floating_point_v<T>) {
+      // Each op gets its own small lambda or loop so the body inlines and vectorises.
+      switch (op) {
+        case UnaryOp::kNeg:
           return unary_loop<T>(x, out, pool, [](T v) { return -v; }, cost);
-        } else if constexpr (!std::is_same_v<T, bool>) {
-          return unary_loop<T>(x, out, pool, [](T v) { return wrap_sub<T>(0, v); }, cost);
-        }
-        break;
-      case UnaryOp::kRelu:
-        if constexpr (!std::is_same_v<T, bool>) {
+        case UnaryOp::kRelu:
           return unary_loop<T>(x, out, pool, [](T v) { return v < T(0) ? T(0) : v; }, cost);
-        }
-        break;
-      case UnaryOp::kExp:
-      case UnaryOp::kTanh:
-      case UnaryOp::kSigmoid:
-        if constexpr (std::is_floating_point_v<T>) {
-          const unary_math::Table<T>& table = math_table<T>();
-          const unary_math::RunFn<T> fn = op == UnaryOp::kExp    ? table.exp
-                                          : op == UnaryOp::kTanh ? table.tanh
-                                                                 : table.sigmoid;
-          return unary_runs<T>(x, out, pool, fn, cost);
-        }
-        break;
-      default:
-        return unary_loop<T>(x, out, pool, [op](T v) { return apply_unary(op, v); }, cost);
+        // Memory-bound: the plain loop streams as fast as any build, without the table's call.
+        case UnaryOp::kAbs:
+          return unary_loop<T>(x, out, pool, [](T v) { return std::fabs(v); }, cost);
+        case UnaryOp::kSquare:
+          return unary_loop<T>(x, out, pool, [](T v) { return v * v; }, cost);
+        default:
+          return unary_runs<T>(x, out, pool, table_unary<T>(op), cost);
+      }
+    } else {
+      switch (op) {
+        case UnaryOp::kNeg:
+          return unary_loop<T>(x, out, pool, [](T v) { return wrap_sub<T>(0, v); }, cost);
+        case UnaryOp::kRelu:
+          return unary_loop<T>(x, out, pool, [](T v) { return v < T(0) ? T(0) : v; }, cost);
+        case UnaryOp::kAbs:
+          // abs of the lowest value wraps to itself, as in TensorFlow and NumPy.
+          return unary_loop<T>(
+              x, out, pool, [](T v) { return v < T(0) ? wrap_sub<T>(0, v) : v; }, cost);
+        case UnaryOp::kSign:
+          return unary_loop<T>(
+              x, out, pool, [](T v) { return static_cast<T>((v > T(0)) - (v < T(0))); }, cost);
+        case UnaryOp::kSquare:
+          return unary_loop<T>(x, out, pool, [](T v) { return wrap_mul(v, v); }, cost);
+        case UnaryOp::kRound:
+          return unary_loop<T>(x, out, pool, [](T v) { return v; }, cost);
+        default:
+          break;  // float-only ops: rejected by unary_supports
+      }
     }
   });
 }
@@ -466,6 +642,33 @@ bool unary_in_place(UnaryOp op, const Tensor& x, ThreadPool* pool) {
   if (!unary_supports(op, x.dtype()) || x.numel() == 0 || !x.is_contiguous()) return false;
   unary_into(op, x, x, pool);
   return true;
+}
+
+Tensor predicate(PredicateOp op, const Tensor& x, ThreadPool* pool) {
+  if (x.dtype() != DType::kFloat32 && x.dtype() != DType::kFloat64) {
+    throw_invalid_argument(std::string("is_nan / is_inf / is_finite need a floating dtype, got ") +
+                           dtype_name(x.dtype()) + " (input shape " + shape_to_string(x.shape()) +
+                           ")");
+  }
+  Tensor out = Tensor::empty(DType::kBool, x.shape());
+  if (out.numel() == 0) return out;
+  kernel_detail::dispatch_float(x.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const unary_math::Table<T>& t = math_table<T>();
+    const unary_math::PredicateRunFn<T> fn = op == PredicateOp::kIsNan   ? t.is_nan
+                                             : op == PredicateOp::kIsInf ? t.is_inf
+                                                                         : t.is_finite;
+    const T* px = x.data<T>();
+    bool* po = out.data<bool>();
+    const StridedLoop<1> loop(out.shape(), {x.strides()});
+    auto body = [&](std::int64_t begin, std::int64_t end) {
+      loop.run(begin, end,
+               [&](std::int64_t o, const std::int64_t* off, const std::int64_t* st,
+                   std::int64_t n) { fn(px + off[0], st[0], po + o, n); });
+    };
+    for_elements(pool, loop.numel, kElementwiseParallelThreshold, body, 1.0);
+  });
+  return out;
 }
 
 Tensor add_n(const std::vector<Tensor>& inputs, ThreadPool* pool) {

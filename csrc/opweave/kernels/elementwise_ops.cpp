@@ -57,6 +57,34 @@ void register_elementwise_kernels() {
   register_unary("Exp", UnaryOp::kExp);
   register_unary("Tanh", UnaryOp::kTanh);
   register_unary("Sigmoid", UnaryOp::kSigmoid);
+  register_binary("Pow", BinaryOp::kPow);
+  register_binary("FloorMod", BinaryOp::kFloorMod);
+  register_binary("SquaredDifference", BinaryOp::kSquaredDifference);
+  // On bool, Mul is a && b and Add is a || b.
+  register_binary("LogicalAnd", BinaryOp::kMul);
+  register_binary("LogicalOr", BinaryOp::kAdd);
+  const std::pair<const char*, UnaryOp> unaries[] = {
+      {"Abs", UnaryOp::kAbs},        {"Sign", UnaryOp::kSign},
+      {"Square", UnaryOp::kSquare},  {"Sqrt", UnaryOp::kSqrt},
+      {"Rsqrt", UnaryOp::kRsqrt},    {"Log", UnaryOp::kLog},
+      {"Log1p", UnaryOp::kLog1p},    {"Expm1", UnaryOp::kExpm1},
+      {"Floor", UnaryOp::kFloor},    {"Ceil", UnaryOp::kCeil},
+      {"Round", UnaryOp::kRound},    {"Reciprocal", UnaryOp::kReciprocal},
+      {"Inv", UnaryOp::kReciprocal}, {"Sin", UnaryOp::kSin},
+      {"Cos", UnaryOp::kCos},        {"LogicalNot", UnaryOp::kLogicalNot},
+  };
+  for (const auto& [op, kind] : unaries) register_unary(op, kind);
+  const std::pair<const char*, PredicateOp> predicates[] = {{"IsNan", PredicateOp::kIsNan},
+                                                            {"IsInf", PredicateOp::kIsInf},
+                                                            {"IsFinite", PredicateOp::kIsFinite}};
+  for (const auto& [op, kind] : predicates) {
+    register_kernel(op, {[kind = kind](const NodeDef&) -> Kernel {
+                           return [kind](KernelContext& ctx) {
+                             ctx.outputs[0] = predicate(kind, ctx.inputs[0], ctx.intra_pool);
+                           };
+                         },
+                         CostHint::kMeasure, /*stateful=*/false, /*float16_via_float32=*/true});
+  }
   const std::pair<const char*, CompareOp> comparisons[] = {
       {"Equal", CompareOp::kEqual},     {"NotEqual", CompareOp::kNotEqual},
       {"Less", CompareOp::kLess},       {"LessEqual", CompareOp::kLessEqual},
@@ -77,12 +105,33 @@ void register_elementwise_kernels() {
                                  };
                                },
                                CostHint::kMeasure});
+  register_kernel("Select", {[](const NodeDef&) -> Kernel {
+                               return [](KernelContext& ctx) {
+                                 ctx.outputs[0] = select_rows(ctx.inputs[0], ctx.inputs[1],
+                                                              ctx.inputs[2], ctx.intra_pool);
+                               };
+                             },
+                             CostHint::kMeasure});
+  register_kernel("ClipByValue",
+                  {[](const NodeDef&) -> Kernel {
+                     return [](KernelContext& ctx) {
+                       ctx.outputs[0] = clip_by_value(ctx.inputs[0], ctx.inputs[1], ctx.inputs[2],
+                                                      ctx.intra_pool);
+                     };
+                   },
+                   CostHint::kMeasure, /*stateful=*/false, /*float16_via_float32=*/true});
+  register_kernel("Where", {[](const NodeDef&) -> Kernel {
+                              return [](KernelContext& ctx) {
+                                ctx.outputs[0] = where_indices(ctx.inputs[0], ctx.intra_pool);
+                              };
+                            },
+                            CostHint::kMeasure, /*stateful=*/false, /*float16_via_float32=*/true});
   register_kernel("AddN", {[](const NodeDef&) -> Kernel {
                              return [](KernelContext& ctx) {
                                ctx.outputs[0] = add_n(ctx.inputs.to_vector(), ctx.intra_pool);
                              };
                            },
-                           CostHint::kMeasure});
+                           CostHint::kMeasure, /*stateful=*/false, /*float16_via_float32=*/true});
 }
 
 }  // namespace opweave

@@ -31,6 +31,80 @@ void packed_gemm(const MicroKernel<T>& kernel, std::int64_t m, std::int64_t n, s
                  const StridedMatrix<T>& a, const StridedMatrix<T>& b, T* c, std::int64_t ldc,
                  ThreadPool* pool);
 
+// An operand that gemm_sourced() reads block by block, straight into its packing buffers, instead
+// of from a strided view of memory: the image-patch matrix of a convolution exists only as the
+// blocks the GEMM packs (conv_packing.h), never as a whole im2col buffer.
+template <typename T>
+class BlockSource {
+ public:
+  virtual ~BlockSource() = default;
+  // Writes rows [i0, i0 + rows) x cols [j0, j0 + cols) (all inside the matrix) to dst, row-major
+  // with row stride ld. Called from several threads at once, for disjoint dst.
+  virtual void copy(std::int64_t i0, std::int64_t rows, std::int64_t j0, std::int64_t cols, T* dst,
+                    std::int64_t ld) const = 0;
+  // The same block transposed: dst[j * ld + i] = A[i0 + i][j0 + j] (the GEMM's A micro-panels).
+  virtual void copy_transposed(std::int64_t i0, std::int64_t rows, std::int64_t j0,
+                               std::int64_t cols, T* dst, std::int64_t ld) const = 0;
+  // Whether copy() is the cheap direction (runs of contiguous elements along a row); the GEMM
+  // then packs A as rows for micro-kernels that read rows (fn_rows), else as micro-panels.
+  virtual bool rows_are_contiguous() const = 0;
+  // Rows [i0, i0 + rows) x cols [j0, j0 + cols) as the GEMM's A micro-panels: panel q (rows
+  // q * mr ...) at dst + q * mr * cols, value (i, p) at [p * mr + i], rows past `rows` zero up to
+  // a multiple of mr. The default copies panel by panel with copy_transposed.
+  virtual void pack_panels(std::int64_t i0, std::int64_t rows, std::int64_t j0, std::int64_t cols,
+                           int mr, T* dst) const;
+};
+
+// A strided matrix as a BlockSource.
+template <typename T>
+class StridedSource final : public BlockSource<T> {
+ public:
+  explicit StridedSource(StridedMatrix<T> m) : m_(m) {}
+  void copy(std::int64_t i0, std::int64_t rows, std::int64_t j0, std::int64_t cols, T* dst,
+            std::int64_t ld) const override;
+  void copy_transposed(std::int64_t i0, std::int64_t rows, std::int64_t j0, std::int64_t cols,
+                       T* dst, std::int64_t ld) const override;
+  bool rows_are_contiguous() const override { return m_.cs == 1; }
+
+ private:
+  StridedMatrix<T> m_;
+};
+
+// The transpose of another source (which must outlive it): its copy is the other's
+// copy_transposed and vice versa.
+template <typename T>
+class TransposedSource final : public BlockSource<T> {
+ public:
+  explicit TransposedSource(const BlockSource<T>& of) : of_(of) {}
+  void copy(std::int64_t i0, std::int64_t rows, std::int64_t j0, std::int64_t cols, T* dst,
+            std::int64_t ld) const override {
+    of_.copy_transposed(j0, cols, i0, rows, dst, ld);
+  }
+  void copy_transposed(std::int64_t i0, std::int64_t rows, std::int64_t j0, std::int64_t cols,
+                       T* dst, std::int64_t ld) const override {
+    of_.copy(j0, cols, i0, rows, dst, ld);
+  }
+  bool rows_are_contiguous() const override { return !of_.rows_are_contiguous(); }
+  // Copies the block from the other source the cheap way (its rows: long runs) into a scratch
+  // buffer, then cuts that into micro-panels of mr contiguous values per column.
+  void pack_panels(std::int64_t i0, std::int64_t rows, std::int64_t j0, std::int64_t cols, int mr,
+                   T* dst) const override;
+
+ private:
+  const BlockSource<T>& of_;
+};
+
+// C[m x n] (row stride ldc) = A[m x k] * B[k x n], each operand read through a BlockSource. The
+// same micro-kernels and K blocking as gemm(); tiles of C (blocks of rows x runs of columns) are
+// split across threads and K never is, so each element of C is one FMA chain per K block, the
+// blocks added in order: bit-identical for any pool. k_unit: when at most the kernel's KC, the K
+// blocks start at multiples of it (a convolution's channel count, so a block copies whole runs of
+// channels). The blocking depends only on m, n, k and k_unit.
+template <typename T>
+void gemm_sourced(std::int64_t m, std::int64_t n, std::int64_t k, const BlockSource<T>& a,
+                  const BlockSource<T>& b, T* c, std::int64_t ldc, ThreadPool* pool,
+                  std::int64_t k_unit = 1);
+
 // True when gemm() takes the unpacked path (also used to pick how batches are parallelised).
 bool gemm_is_small(std::int64_t m, std::int64_t n, std::int64_t k);
 

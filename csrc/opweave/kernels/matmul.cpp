@@ -1,7 +1,9 @@
 // matmul: NumPy matmul semantics (1-D promotion, broadcast batch dims) plus optional transposes
 // of the two innermost dims, on top of gemm(). Transposes and any input strides are folded into
 // the strided matrix views, never copied: the packing step reads any layout.
+#include <algorithm>
 #include <string>
+#include <type_traits>
 
 #include "opweave/kernels/gemm.h"
 #include "opweave/kernels/kernel_util.h"
@@ -82,6 +84,29 @@ MatmulPlan plan_matmul(const Shape& a_shape, const Shape& a_strides, const Shape
   return plan;
 }
 
+// Integer matrices (TensorFlow's int32 / int64 MatMul): a plain i-k-j loop, wrapping like the
+// other integer arithmetic, rows of C split over the pool (each element's sum in the same order).
+template <typename T>
+void int_gemm(std::int64_t m, std::int64_t n, std::int64_t k, const T* a, std::int64_t a_rs,
+              std::int64_t a_cs, const T* b, std::int64_t b_rs, std::int64_t b_cs, T* c,
+              ThreadPool* pool) {
+  using U = std::make_unsigned_t<T>;
+  parallel_for(
+      pool, 0, m, std::max<std::int64_t>(1, 4096 / std::max<std::int64_t>(1, n * k)),
+      [&](std::int64_t i0, std::int64_t i1) {
+        for (std::int64_t i = i0; i < i1; ++i) {
+          U* row = reinterpret_cast<U*>(c + i * n);
+          for (std::int64_t j = 0; j < n; ++j) row[j] = 0;
+          for (std::int64_t p = 0; p < k; ++p) {
+            const U av = static_cast<U>(a[i * a_rs + p * a_cs]);
+            const T* brow = b + p * b_rs;
+            for (std::int64_t j = 0; j < n; ++j) row[j] += av * static_cast<U>(brow[j * b_cs]);
+          }
+        }
+      },
+      static_cast<double>(n * k));
+}
+
 template <typename T>
 void run_matmul(const MatmulPlan& plan, const Tensor& a, const Tensor& b, const Tensor& out,
                 ThreadPool* pool) {
@@ -100,8 +125,13 @@ void run_matmul(const MatmulPlan& plan, const Tensor& a, const Tensor& b, const 
       offa += idx * plan.a_batch_strides[du];
       offb += idx * plan.b_batch_strides[du];
     }
-    gemm_detail::gemm<T>(plan.m, plan.n, plan.k, {pa + offa, plan.a_rs, plan.a_cs},
-                         {pb + offb, plan.b_rs, plan.b_cs}, pc + batch * mn, plan.n, inner_pool);
+    if constexpr (std::is_integral_v<T>) {
+      int_gemm<T>(plan.m, plan.n, plan.k, pa + offa, plan.a_rs, plan.a_cs, pb + offb, plan.b_rs,
+                  plan.b_cs, pc + batch * mn, inner_pool);
+    } else {
+      gemm_detail::gemm<T>(plan.m, plan.n, plan.k, {pa + offa, plan.a_rs, plan.a_cs},
+                           {pb + offb, plan.b_rs, plan.b_cs}, pc + batch * mn, plan.n, inner_pool);
+    }
   };
   if (batches > 1 && gemm_detail::gemm_is_small(plan.m, plan.n, plan.k)) {
     // Many small matrices: one thread per matrix (gemm's result does not depend on its pool).
@@ -117,8 +147,11 @@ void run_matmul(const MatmulPlan& plan, const Tensor& a, const Tensor& b, const 
 }
 
 void check_dtypes(const Tensor& a, const Tensor& b) {
-  if (a.dtype() != b.dtype() || !dtype_is_floating(a.dtype())) {
-    throw_invalid_argument(std::string("matmul: needs two float32 or two float64 operands, got ") +
+  const DType d = a.dtype();
+  if (d != b.dtype() ||
+      (d != DType::kFloat32 && d != DType::kFloat64 && d != DType::kInt32 && d != DType::kInt64)) {
+    throw_invalid_argument(std::string("matmul: needs two float32, float64, int32 or int64 "
+                                       "operands, got ") +
                            dtype_name(a.dtype()) + " " + shape_to_string(a.shape()) + " and " +
                            dtype_name(b.dtype()) + " " + shape_to_string(b.shape()));
   }
@@ -143,10 +176,15 @@ void matmul_into(const Tensor& a, const Tensor& b, bool transpose_a, bool transp
         " " + shape_to_string(out.shape()) + (out.is_contiguous() ? "" : " (not contiguous)"));
   }
   if (out.numel() == 0) return;
-  if (a.dtype() == DType::kFloat32) {
-    run_matmul<float>(plan, a, b, out, pool);
-  } else {
-    run_matmul<double>(plan, a, b, out, pool);
+  switch (a.dtype()) {
+    case DType::kFloat32:
+      return run_matmul<float>(plan, a, b, out, pool);
+    case DType::kFloat64:
+      return run_matmul<double>(plan, a, b, out, pool);
+    case DType::kInt32:
+      return run_matmul<std::int32_t>(plan, a, b, out, pool);
+    default:
+      return run_matmul<std::int64_t>(plan, a, b, out, pool);
   }
 }
 

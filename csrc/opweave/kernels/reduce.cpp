@@ -1,4 +1,4 @@
-// Reductions (sum, mean, max, min) over any set of axes.
+// Reductions (sum, mean, max, min, prod) over any set of axes.
 //
 // Plan: view the input in memory order (dims sorted by stride; a dense permuted or reversed
 // layout is used in place, anything else is copied once), merge adjacent dims that are both
@@ -62,6 +62,8 @@ const char* reduce_name(ReduceOp op) {
       return "reduce_max";
     case ReduceOp::kMin:
       return "reduce_min";
+    case ReduceOp::kProd:
+      return "reduce_prod";
   }
   return "reduce";
 }
@@ -285,7 +287,17 @@ Tensor reduce(ReduceOp op, const Tensor& x, const std::optional<std::vector<int>
               bool keepdims, ThreadPool* pool) {
   const char* name = reduce_name(op);
   const int nd = x.ndim();
-  if (x.dtype() == DType::kBool && (op == ReduceOp::kSum || op == ReduceOp::kMean)) {
+  // int8, int16 and uint8 are reduced in int32: sums and products wrap the same modulo 2^8 or
+  // 2^16, maxima are exact. Integer means add in int64 (no overflow for any real size) and
+  // truncate, as TensorFlow's.
+  const DType dt = x.dtype();
+  const bool small_int = dt == DType::kInt8 || dt == DType::kInt16 || dt == DType::kUInt8;
+  if (small_int || (op == ReduceOp::kMean && dtype_is_integer(dt) && dt != DType::kInt64)) {
+    const DType wide = op == ReduceOp::kMean ? DType::kInt64 : DType::kInt32;
+    return cast(reduce(op, cast(x, wide, pool), axes, keepdims, pool), dt, pool);
+  }
+  if (x.dtype() == DType::kBool &&
+      (op == ReduceOp::kSum || op == ReduceOp::kMean || op == ReduceOp::kProd)) {
     throw_invalid_argument(std::string(name) + " does not support dtype bool (input shape " +
                            shape_to_string(x.shape()) + ")");
   }
@@ -323,7 +335,9 @@ Tensor reduce(ReduceOp op, const Tensor& x, const std::optional<std::vector<int>
       using T = typename decltype(tag)::type;
       using Limits = std::numeric_limits<T>;
       T fill = T(0);
-      if (op == ReduceOp::kMean) {
+      if (op == ReduceOp::kProd) {
+        fill = T(1);
+      } else if (op == ReduceOp::kMean) {
         fill = static_cast<T>(std::numeric_limits<double>::quiet_NaN());
       } else if (op == ReduceOp::kMax) {
         fill = Limits::has_infinity ? -Limits::infinity() : Limits::lowest();
@@ -367,6 +381,8 @@ Tensor reduce(ReduceOp op, const Tensor& x, const std::optional<std::vector<int>
     };
     if (op == ReduceOp::kSum || op == ReduceOp::kMean) {
       if constexpr (!std::is_same_v<T, bool>) run(std::integral_constant<Combine, Combine::kAdd>{});
+    } else if (op == ReduceOp::kProd) {
+      if constexpr (!std::is_same_v<T, bool>) run(std::integral_constant<Combine, Combine::kMul>{});
     } else if (op == ReduceOp::kMax) {
       run(std::integral_constant<Combine, Combine::kMax>{});
     } else {

@@ -12,7 +12,7 @@
 
 namespace opweave::reduce_detail {
 
-enum class Combine { kAdd, kMax, kMin };
+enum class Combine { kAdd, kMax, kMin, kMul };
 
 // The loops for one (combine, element type).
 template <Combine C, typename T>
@@ -54,8 +54,8 @@ LoopFns<C, T> loops_avx2();
 namespace opweave::reduce_detail {
 namespace {
 
-// Integer sums wrap (computed on the unsigned type); max/min propagate NaN: "a is NaN or a beats
-// b" picks a, otherwise b (NaN if b is) -- branch-free, so the loops vectorise.
+// Integer sums and products wrap (computed on the unsigned type); max/min propagate NaN: "a is
+// NaN or a beats b" picks a, otherwise b (NaN if b is) -- branch-free, so the loops vectorise.
 template <Combine C, typename T>
 inline T apply(T a, T b) {
   if constexpr (C == Combine::kAdd) {
@@ -64,6 +64,13 @@ inline T apply(T a, T b) {
       return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
     } else {
       return a + b;
+    }
+  } else if constexpr (C == Combine::kMul) {
+    if constexpr (std::is_integral_v<T>) {
+      using U = std::make_unsigned_t<T>;
+      return static_cast<T>(static_cast<U>(a) * static_cast<U>(b));
+    } else {
+      return a * b;
     }
   } else if constexpr (C == Combine::kMax) {
     return (a != a || a > b) ? a : b;
@@ -97,6 +104,8 @@ inline typename Vec<T>::Type vapply(typename Vec<T>::Type a, typename Vec<T>::Ty
   using V = typename Vec<T>::Type;
   if constexpr (C == Combine::kAdd) {
     return a + b;
+  } else if constexpr (C == Combine::kMul) {
+    return a * b;
   } else {
     using S = typename Vec<T>::Signed;
     S sa, sb;
@@ -170,11 +179,12 @@ T short_run(const T* x, std::int64_t n) {
                      apply<C, T>(apply<C, T>(r[4], r[5]), apply<C, T>(r[6], r[7])));
 }
 
-// A value that changes nothing when combined in: -0.0 for float sums (x + -0.0 == x, also for
-// x = -0.0), 0 for integer sums, and for max / min a value of the data itself (`some`).
+// A value that changes nothing when combined in: 1 for products, -0.0 for float sums (x + -0.0 ==
+// x, also for x = -0.0), 0 for integer sums, and for max / min a value of the data itself (`some`).
 template <Combine C, typename T>
 T neutral(T some) {
   if constexpr (C == Combine::kAdd) return std::is_integral_v<T> ? T(0) : T(-0.0);
+  if constexpr (C == Combine::kMul) return T(1);
   return some;
 }
 
@@ -322,6 +332,10 @@ LoopFns<C, T> make_loops() {
   template LoopFns<Combine::kAdd, double> NAME<Combine::kAdd, double>();             \
   template LoopFns<Combine::kAdd, std::int32_t> NAME<Combine::kAdd, std::int32_t>(); \
   template LoopFns<Combine::kAdd, std::int64_t> NAME<Combine::kAdd, std::int64_t>(); \
+  template LoopFns<Combine::kMul, float> NAME<Combine::kMul, float>();               \
+  template LoopFns<Combine::kMul, double> NAME<Combine::kMul, double>();             \
+  template LoopFns<Combine::kMul, std::int32_t> NAME<Combine::kMul, std::int32_t>(); \
+  template LoopFns<Combine::kMul, std::int64_t> NAME<Combine::kMul, std::int64_t>(); \
   template LoopFns<Combine::kMax, float> NAME<Combine::kMax, float>();               \
   template LoopFns<Combine::kMax, double> NAME<Combine::kMax, double>();             \
   template LoopFns<Combine::kMax, std::int32_t> NAME<Combine::kMax, std::int32_t>(); \

@@ -1,7 +1,9 @@
-// exp, tanh and sigmoid written so the compiler vectorises them (no calls, no branches, no
-// float<->int conversions): Cody-Waite range reduction x = n ln2 + r with |r| <= ln2/2, a Taylor
-// polynomial for e^r, and 2^n assembled in the exponent bits. exp accuracy: within ~1 ulp of libm
-// over the whole range; NaN -> NaN, overflow -> +inf, underflow -> 0 (subnormal results are
+// Element-wise math written so the compiler vectorises it (no calls, no branches, no float<->int
+// conversions): exp, expm1, tanh and sigmoid by Cody-Waite range reduction x = n ln2 + r with
+// |r| <= ln2/2, a Taylor polynomial for e^r, and 2^n assembled in the exponent bits; log and log1p
+// from the exponent and mantissa bits and the atanh series; rint / floor / ceil with the 2^p
+// shifter; pow, sin, cos and fmod of float32 computed in double. exp accuracy: within ~1 ulp of
+// libm over the whole range; NaN -> NaN, overflow -> +inf, underflow -> 0 (subnormal results are
 // produced, via a two-factor scale). Internal to the kernels.
 #pragma once
 
@@ -9,6 +11,10 @@
 #include <cstring>
 #include <limits>
 #include <type_traits>
+
+// Every function here is forced inline: the loops that call them vectorise only when the whole
+// computation is in the loop body (GCC does not inline the longer ones on its own).
+#define OPWEAVE_VM_INLINE inline __attribute__((always_inline))
 
 namespace opweave::vector_math {
 
@@ -44,14 +50,14 @@ struct ExpTraits<double> {
 };
 
 template <typename T>
-inline typename ExpTraits<T>::Bits to_bits(T v) {
+OPWEAVE_VM_INLINE typename ExpTraits<T>::Bits to_bits(T v) {
   typename ExpTraits<T>::Bits b;
   std::memcpy(&b, &v, sizeof(v));
   return b;
 }
 
 template <typename T>
-inline T from_bits(typename ExpTraits<T>::Bits b) {
+OPWEAVE_VM_INLINE T from_bits(typename ExpTraits<T>::Bits b) {
   T v;
   std::memcpy(&v, &b, sizeof(v));
   return v;
@@ -59,7 +65,7 @@ inline T from_bits(typename ExpTraits<T>::Bits b) {
 
 // c ? a : b without a branch.
 template <typename T>
-inline T select(bool c, T a, T b) {
+OPWEAVE_VM_INLINE T select(bool c, T a, T b) {
   using Bits = typename ExpTraits<T>::Bits;
   const Bits mask = Bits(0) - static_cast<Bits>(c);
   return from_bits<T>((to_bits<T>(a) & mask) | (to_bits<T>(b) & ~mask));
@@ -67,7 +73,7 @@ inline T select(bool c, T a, T b) {
 
 // 2^n for an integer-valued n in [-1022, 1023] (float: [-126, 127]).
 template <typename T>
-inline T pow2i(T n) {
+OPWEAVE_VM_INLINE T pow2i(T n) {
   using E = ExpTraits<T>;
   using Bits = typename E::Bits;
   // n + shifter has n in its low mantissa bits; re-bias them into the exponent field.
@@ -92,8 +98,9 @@ constexpr Coefficients<T, D> inverse_factorials() {
   return c;
 }
 
-template <typename T>
-inline T exp(T x) {
+// exp with a Taylor polynomial of degree D (exp below uses the full-precision degree).
+template <typename T, int D>
+OPWEAVE_VM_INLINE T exp_n(T x) {
   using E = ExpTraits<T>;
   // Clamp first so the integer part stays small; out-of-range inputs are fixed up at the end.
   // Bit-mask selects throughout: a plain ?: on values that may be NaN or inf keeps a branch under
@@ -104,16 +111,21 @@ inline T exp(T x) {
   const T r = (xc - n * E::kLn2Hi) - n * E::kLn2Lo;
   // Horner on the Taylor series 1 + r + r^2/2! + ... + r^d/d! (|r| <= ln2/2: the first omitted
   // term is below half an ulp).
-  constexpr auto c = inverse_factorials<T, E::kDegree>();
-  T p = c.v[E::kDegree];
+  constexpr auto c = inverse_factorials<T, D>();
+  T p = c.v[D];
 #pragma GCC unroll 16
-  for (int i = E::kDegree - 1; i >= 0; --i) p = p * r + c.v[i];
+  for (int i = D - 1; i >= 0; --i) p = p * r + c.v[i];
   // 2^n as two factors so results down to the subnormal range need no special case.
   const T n1 = (n * T(0.5) + E::kShifter) - E::kShifter;
   const T result = p * pow2i<T>(n1) * pow2i<T>(n - n1);
   T out = select<T>(x > E::kMax, std::numeric_limits<T>::infinity(), result);
   out = select<T>(x < E::kMin, T(0), out);
   return select<T>(x != x, x, out);
+}
+
+template <typename T>
+OPWEAVE_VM_INLINE T exp(T x) {
+  return exp_n<T, ExpTraits<T>::kDegree>(x);
 }
 
 template <typename T>
@@ -136,7 +148,7 @@ struct TanhTraits<double> {
 // Within 3.1 ulp of a long double tanh (measured on 4M random inputs); tanh(+-0) = +-0, tanh(+-inf)
 // = +-1, NaN -> NaN. Branch-free.
 template <typename T>
-inline T tanh(T x) {
+OPWEAVE_VM_INLINE T tanh(T x) {
   using E = ExpTraits<T>;
   using Bits = typename E::Bits;
   constexpr Bits kSign = Bits(1) << (sizeof(T) * 8 - 1);
@@ -162,10 +174,324 @@ inline T tanh(T x) {
 // e = e^-|x| never overflows: 1/(1+e) for x >= 0, e/(1+e) otherwise. Branch-free, so it
 // vectorises together with the exp.
 template <typename T>
-inline T sigmoid(T x) {
+OPWEAVE_VM_INLINE T sigmoid(T x) {
   const T e = exp(select<T>(x < T(0), x, -x));
   const T r = T(1) / (T(1) + e);
   return select<T>(x >= T(0), r, e * r);
+}
+
+// -- bits, signs, rounding ------------------------------------------------------------------------
+
+template <typename T>
+constexpr typename ExpTraits<T>::Bits sign_mask() {
+  using Bits = typename ExpTraits<T>::Bits;
+  return Bits(1) << (sizeof(T) * 8 - 1);
+}
+
+template <typename T>
+OPWEAVE_VM_INLINE T abs(T x) {
+  return from_bits<T>(to_bits<T>(x) & ~sign_mask<T>());
+}
+
+// |mag| with the sign bit of `sign`.
+template <typename T>
+OPWEAVE_VM_INLINE T copysign(T mag, T sign) {
+  return from_bits<T>((to_bits<T>(mag) & ~sign_mask<T>()) | (to_bits<T>(sign) & sign_mask<T>()));
+}
+
+template <typename T>
+OPWEAVE_VM_INLINE bool signbit(T x) {
+  return (to_bits<T>(x) & sign_mask<T>()) != 0;
+}
+
+// 2^p, p = the mantissa width: from there on every value is an integer.
+template <typename T>
+constexpr T integer_threshold() {
+  return T(typename ExpTraits<T>::Bits(1) << ExpTraits<T>::kMantissa);
+}
+
+// Round half to even (C's rint in the default rounding mode, TensorFlow's Round): adding and
+// subtracting 2^p rounds |x| < 2^p to an integer in the current (nearest-even) mode; larger
+// values, infinities and NaN are returned as they are. The sign of x is kept (rint(-0.3) = -0).
+template <typename T>
+OPWEAVE_VM_INLINE T rint(T x) {
+  constexpr T big = integer_threshold<T>();
+  const T ax = abs(x);
+  const T r = (ax + big) - big;
+  return select<T>(ax < big, copysign(r, x), x);
+}
+
+// floor and ceil from rint: one step down (up) where rint went up (down). The result has the
+// sign of x, so floor(-0.0) = -0 and ceil(-0.5) = -0 as in C.
+template <typename T>
+OPWEAVE_VM_INLINE T floor(T x) {
+  const T t = rint(x);
+  return copysign(select<T>(t > x, t - T(1), t), x);
+}
+
+template <typename T>
+OPWEAVE_VM_INLINE T ceil(T x) {
+  const T t = rint(x);
+  return copysign(select<T>(t < x, t + T(1), t), x);
+}
+
+// -- log and log1p --------------------------------------------------------------------------------
+
+template <typename T>
+struct LogTraits;
+template <>
+struct LogTraits<float> {
+  static constexpr std::uint32_t kSqrtHalf = 0x3f3504f3u;  // bits of sqrt(1/2), rounded up
+  static constexpr std::uint32_t kOne = 0x3f800000u;
+  static constexpr float kMinNormal = 1.17549435e-38f;
+  static constexpr float kSubnormalScale = 8388608.0f;  // 2^23
+  static constexpr float kSubnormalExponent = 23.0f;
+  static constexpr int kTerms = 4;  // z^5 / 11 < 2^-28: the first omitted term of the series
+};
+template <>
+struct LogTraits<double> {
+  static constexpr std::uint64_t kSqrtHalf = 0x3fe6a09e667f3bcdull;
+  static constexpr std::uint64_t kOne = 0x3ff0000000000000ull;
+  static constexpr double kMinNormal = 2.2250738585072014e-308;
+  static constexpr double kSubnormalScale = 4503599627370496.0;  // 2^52
+  static constexpr double kSubnormalExponent = 52.0;
+  static constexpr int kTerms = 10;  // z^11 / 23 < 2^-60
+};
+
+// 2 / (2i + 1) for i = 1..K: the atanh series 2 atanh(s) = 2s + s (2/3 z + 2/5 z^2 + ...), z = s^2.
+template <typename T, int K>
+constexpr Coefficients<T, K> atanh_series() {
+  Coefficients<T, K> c{};
+  c.v[0] = T(0);
+  for (int i = 1; i <= K; ++i) c.v[i] = T(2) / T(2 * i + 1);
+  return c;
+}
+
+// Natural log with K terms of the series (log below uses the full-precision count). x = 2^k m with
+// m in [sqrt(1/2), sqrt(2)) (the exponent field is shifted so it rolls over at sqrt(2)); with
+// f = m - 1 and s = f / (2 + f), log(m) = f - f^2/2 + s (f^2/2 + R(s^2)), where the correction
+// s (f^2/2 + R) is small next to f, so the result keeps f's full precision. Subnormals are scaled
+// by 2^p first. log(0) = -inf, log(inf) = inf, log(x < 0) = NaN, NaN -> NaN. Within ~1 ulp.
+template <typename T, int K>
+OPWEAVE_VM_INLINE T log_n(T x) {
+  using E = ExpTraits<T>;
+  using L = LogTraits<T>;
+  using Bits = typename E::Bits;
+  constexpr Bits kMantissaMask = (Bits(1) << E::kMantissa) - 1;
+  const bool subnormal = x < L::kMinNormal;
+  const bool finite_positive = (x > T(0)) & (x < std::numeric_limits<T>::infinity());
+  T xs = select<T>(subnormal, x * L::kSubnormalScale, x);
+  xs = select<T>(finite_positive, xs, T(1));  // keeps the arithmetic below finite
+  Bits ix = to_bits<T>(xs) + (L::kOne - L::kSqrtHalf);
+  // The biased exponent as a float without an int conversion: the shifter holds it in its low
+  // mantissa bits.
+  const T biased = from_bits<T>((ix >> E::kMantissa) | to_bits<T>(E::kShifter)) - E::kShifter;
+  const T k = biased - T(E::kBias) - select<T>(subnormal, L::kSubnormalExponent, T(0));
+  ix = (ix & kMantissaMask) + L::kSqrtHalf;
+  const T f = from_bits<T>(ix) - T(1);
+  const T s = f / (T(2) + f);
+  const T z = s * s;
+  constexpr auto c = atanh_series<T, K>();
+  T p = c.v[K];
+#pragma GCC unroll 16
+  for (int i = K - 1; i >= 1; --i) p = p * z + c.v[i];
+  const T r = p * z;
+  const T hfsq = T(0.5) * f * f;
+  T out = k * E::kLn2Hi - ((hfsq - (s * (hfsq + r) + k * E::kLn2Lo)) - f);
+  out = select<T>(x == T(0), -std::numeric_limits<T>::infinity(), out);
+  out = select<T>(x == std::numeric_limits<T>::infinity(), x, out);
+  return select<T>((x < T(0)) | (x != x), std::numeric_limits<T>::quiet_NaN(), out);
+}
+
+template <typename T>
+OPWEAVE_VM_INLINE T log(T x) {
+  return log_n<T, LogTraits<T>::kTerms>(x);
+}
+
+// log(1 + x) = log(u) + (x - (u - 1)) / u with u = 1 + x rounded: the second term is the rounding
+// error of u divided by u (u - 1 is exact), so no digits of a small x are lost. When u == 1 the
+// log is 0 and the correction is x itself.
+template <typename T>
+OPWEAVE_VM_INLINE T log1p(T x) {
+  const T u = T(1) + x;
+  T out = log(u) + (x - (u - T(1))) / u;
+  out = select<T>(u == T(1), x, out);  // also keeps the sign of -0
+  out = select<T>(x == T(-1), -std::numeric_limits<T>::infinity(), out);
+  return select<T>(x == std::numeric_limits<T>::infinity(), x, out);
+}
+
+// -- expm1 ----------------------------------------------------------------------------------------
+
+template <typename T>
+struct Expm1Traits;
+template <>
+struct Expm1Traits<float> {
+  static constexpr float kLow = -30.0f;   // below: expm1 rounds to -1
+  static constexpr float kSplit = 30.0f;  // n above: the -1 is far below an ulp of e^x
+};
+template <>
+struct Expm1Traits<double> {
+  static constexpr double kLow = -60.0;
+  static constexpr double kSplit = 60.0;
+};
+
+// e^x - 1 without cancellation near 0: x = n ln2 + r as in exp, expm1(r) = r (1 + r/2! + ...) by
+// Horner, then expm1(x) = 2^n expm1(r) + (2^n - 1); for large n, e^x = 2^n (expm1(r) + 1) with 2^n
+// as two factors (as in exp), so the range reaches overflow. NaN -> NaN, -inf -> -1, inf -> inf.
+template <typename T>
+OPWEAVE_VM_INLINE T expm1(T x) {
+  using E = ExpTraits<T>;
+  using M = Expm1Traits<T>;
+  T a = select<T>(x < M::kLow, M::kLow, x);
+  a = select<T>(a > E::kMax, E::kMax, a);
+  const T n = (a * E::kLog2e + E::kShifter) - E::kShifter;
+  const T r = (a - n * E::kLn2Hi) - n * E::kLn2Lo;
+  constexpr int kD = TanhTraits<T>::kDegree;
+  constexpr auto c = inverse_factorials<T, kD + 1>();
+  T p = c.v[kD + 1];
+#pragma GCC unroll 16
+  for (int i = kD; i >= 1; --i) p = p * r + c.v[i];
+  const T em = p * r;
+  const bool large = n > M::kSplit;
+  // 2^n for the small branch; its value for large n is not used (the select below).
+  const T s = pow2i<T>(select<T>(large, T(0), n));
+  const T small_result = s * em + (s - T(1));
+  const T n1 = (n * T(0.5) + E::kShifter) - E::kShifter;
+  const T large_result = (em + T(1)) * pow2i<T>(n1) * pow2i<T>(n - n1);
+  T out = select<T>(large, large_result, small_result);
+  out = select<T>(x > E::kMax, std::numeric_limits<T>::infinity(), out);
+  out = select<T>(x == T(0), x, out);  // expm1(-0) = -0
+  return select<T>(x != x, x, out);
+}
+
+// -- float32 functions computed in double ---------------------------------------------------------
+
+// Whether float32 x lies where sin_f32 / cos_f32 reduce exactly enough (elsewhere, including inf
+// and NaN, the callers use the C library).
+OPWEAVE_VM_INLINE bool trig_f32_in_range(float x) { return abs(x) <= 1048576.0f; }  // 2^20
+
+// sin (quadrant_shift 0) or cos (1) of a float32 x with |x| <= 2^20, in double: x = n pi/2 + r with
+// a two-part pi/2 whose high part has 33 bits (n pi2_hi is exact for n < 2^20), |r| <= pi/4, then a
+// Taylor polynomial of sin or cos of r picked by the quadrant (n + shift) mod 4.
+OPWEAVE_VM_INLINE float trig_f32(float xf, int quadrant_shift) {
+  constexpr double kTwoOverPi = 0.63661977236758134308;
+  constexpr double kPio2Hi = 1.5707963267341256e+00;  // 33 bits of pi/2
+  constexpr double kPio2Lo = 6.0771005065061922e-11;  // pi/2 - kPio2Hi
+  constexpr double kShifter = ExpTraits<double>::kShifter;
+  const double x = static_cast<double>(xf);
+  const double t = x * kTwoOverPi + kShifter;  // low mantissa bits: n mod 2^51, n = round(x 2/pi)
+  const double n = t - kShifter;
+  const std::uint64_t q = (to_bits<double>(t) + static_cast<std::uint64_t>(quadrant_shift)) & 3u;
+  const double r = (x - n * kPio2Hi) - n * kPio2Lo;
+  const double z = r * r;
+  // sin r = r (1 - z/3! + z^2/5! - ... ), cos r = 1 - z/2! + z^2/4! - ...: enough terms for float.
+  const double sin_r =
+      r + r * z *
+              (-1.0 / 6 +
+               z * (1.0 / 120 + z * (-1.0 / 5040 + z * (1.0 / 362880 + z * (-1.0 / 39916800)))));
+  const double cos_r =
+      1.0 +
+      z * (-0.5 + z * (1.0 / 24 + z * (-1.0 / 720 + z * (1.0 / 40320 + z * (-1.0 / 3628800)))));
+  double v = select<double>((q & 1u) != 0, cos_r, sin_r);
+  v = select<double>((q & 2u) != 0, -v, v);
+  v = select<double>((x == 0.0) & (quadrant_shift == 0), x, v);  // sin(-0) = -0
+  return static_cast<float>(v);
+}
+
+// pow of float32 in double: |x|^y = e^(y log|x|) with a log good to ~2^-36 and exp to ~2^-36
+// (shorter series than the double functions need), so the float32 result is within an ulp; then
+// C's rules for signs and special values (pow(x, 0) = 1, pow(1, y) = 1, pow(-1, +-inf) = 1, a
+// negative base with an odd integer exponent negates, with a non-integer exponent is NaN, zeros and
+// infinities as C99 F.9.4.4).
+// log of a float32 x in double, for pow: the exponent and mantissa split is done on the float's
+// bits (8 lanes a vector where double would have 4), f = m - 1 is exact in double, and the
+// series (as in log_n) runs in double. x is |base|: >= 0, inf or NaN.
+OPWEAVE_VM_INLINE double log_of_float(float x) {
+  using E = ExpTraits<float>;
+  using L = LogTraits<float>;
+  const bool subnormal = x < L::kMinNormal;
+  const bool finite_positive = (x > 0.0f) & (x < std::numeric_limits<float>::infinity());
+  float xs = select<float>(subnormal, x * L::kSubnormalScale, x);
+  xs = select<float>(finite_positive, xs, 1.0f);
+  std::uint32_t ix = to_bits<float>(xs) + (L::kOne - L::kSqrtHalf);
+  const float biased =
+      from_bits<float>((ix >> E::kMantissa) | to_bits<float>(E::kShifter)) - E::kShifter;
+  const float k = biased - float(E::kBias) - select<float>(subnormal, L::kSubnormalExponent, 0.0f);
+  ix = (ix & ((1u << E::kMantissa) - 1)) + L::kSqrtHalf;
+  using D = ExpTraits<double>;
+  const double f = static_cast<double>(from_bits<float>(ix)) - 1.0;
+  const double kd = static_cast<double>(k);
+  const double s = f / (2.0 + f);
+  const double z = s * s;
+  constexpr auto c = atanh_series<double, 6>();
+  double p = c.v[6];
+#pragma GCC unroll 16
+  for (int i = 5; i >= 1; --i) p = p * z + c.v[i];
+  const double hfsq = 0.5 * f * f;
+  double out = kd * D::kLn2Hi - ((hfsq - (s * (hfsq + p * z) + kd * D::kLn2Lo)) - f);
+  out = select<double>(x == 0.0f, -std::numeric_limits<double>::infinity(), out);
+  out = select<double>(x == std::numeric_limits<float>::infinity(),
+                       std::numeric_limits<double>::infinity(), out);
+  return select<double>(x != x, std::numeric_limits<double>::quiet_NaN(), out);
+}
+
+// pow of float32 in double: |x|^y = e^(y log|x|) with a log good to ~2^-36 and exp to ~2^-36
+// (shorter series than the double functions need), so the float32 result is within an ulp; then
+// C's rules for signs and special values (pow(x, 0) = 1, pow(1, y) = 1, pow(-1, +-inf) = 1, a
+// negative base with an odd integer exponent negates, with a non-integer exponent is NaN, zeros and
+// infinities as C99 F.9.4.4).
+// e^z in double for a result rounded to float32 (pow): z is clamped to [-104, 89], beyond which
+// the float result is 0 or inf anyway, so 2^n stays a normal double and needs one factor; a
+// degree-8 series is within 2^-31. NaN stays NaN.
+OPWEAVE_VM_INLINE double exp_for_float(double z) {
+  using E = ExpTraits<double>;
+  double zc = select<double>(z < -104.0, -104.0, z);
+  zc = select<double>(zc > 89.0, 89.0, zc);
+  const double n = (zc * E::kLog2e + E::kShifter) - E::kShifter;
+  const double r = (zc - n * E::kLn2Hi) - n * E::kLn2Lo;
+  constexpr auto c = inverse_factorials<double, 8>();
+  double p = c.v[8];
+#pragma GCC unroll 16
+  for (int i = 7; i >= 0; --i) p = p * r + c.v[i];
+  return p * pow2i<double>(n);
+}
+
+OPWEAVE_VM_INLINE float pow_f32(float x, float y) {
+  const float ax = abs(x);
+  // Only the logarithm and the exponential need double; the sign and special-value rules are
+  // exact in float (y * 0.5, floor and * 2 of a float are exact).
+  const double e = exp_for_float(static_cast<double>(y) * log_of_float(ax));
+  const float r = static_cast<float>(e);
+  const bool y_integer = floor(y) == y;  // true for +-inf too
+  const bool y_odd = y_integer & (floor(y * 0.5f) * 2.0f != y);
+  float out = select<float>(signbit(x) & y_odd, -r, r);
+  const bool negative_finite = (x < 0.0f) & (x > -std::numeric_limits<float>::infinity());
+  out = select<float>(negative_finite & !y_integer, std::numeric_limits<float>::quiet_NaN(), out);
+  out = select<float>((ax == 1.0f) & (abs(y) == std::numeric_limits<float>::infinity()), 1.0f, out);
+  return select<float>((x == 1.0f) | (y == 0.0f), 1.0f, out);
+}
+
+// Whether fmod_f32 is exact for these operands: |x / y| < 2^24 (elsewhere the callers use the C
+// library). Infinite or NaN operands and y = 0 are handled by fmod_f32 itself.
+OPWEAVE_VM_INLINE bool fmod_f32_in_range(float x, float y) {
+  return !(abs(x) >= 16777216.0f * abs(y)) | (abs(x) == std::numeric_limits<float>::infinity()) |
+         (y == 0.0f);
+}
+
+// C's fmod of float32 where |x / y| < 2^24, in double: the truncated quotient q = trunc(x / y) is
+// exact there (the double quotient cannot round across an integer: a float quotient short of an
+// integer is short by at least 2^-25 relative), q y is exact in double, and x - q y is the exact
+// remainder, which a float holds. fmod(x, 0) and fmod(+-inf, y) are NaN, fmod(x, +-inf) = x.
+OPWEAVE_VM_INLINE float fmod_f32(float xf, float yf) {
+  const double x = static_cast<double>(xf);
+  const double y = static_cast<double>(yf);
+  const double qa = abs(x / y);
+  const double q = copysign(floor(qa), x / y);
+  double r = x - q * y;
+  r = copysign(r, x);  // a zero remainder has the sign of x, as C's fmod
+  r = select<double>(abs(y) == std::numeric_limits<double>::infinity(), x, r);
+  const bool undefined = (y == 0.0) | (abs(x) == std::numeric_limits<double>::infinity());
+  return static_cast<float>(select<double>(undefined, std::numeric_limits<double>::quiet_NaN(), r));
 }
 
 }  // namespace opweave::vector_math

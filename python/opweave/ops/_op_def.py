@@ -112,19 +112,23 @@ def eager_function(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
 @dataclass(frozen=True)
 class ArgSpec:
     """One input or output of an op: ``"x: T"``, ``"values: N * T"``, ``"y: bool"``,
-    ``"output: DstT"`` (an attribute holding the dtype) or ``"args: list"`` (any dtypes)."""
+    ``"output: DstT"`` (an attribute holding the dtype), ``"args: list"`` (any dtypes) or
+    ``"ref: Ref(T)"`` (a variable: TensorFlow 1's reference input or output)."""
 
     name: str
     type_attr: str | None = None  # a type variable ("T") or a type-valued attribute ("DstT")
     fixed: DType | None = None  # a fixed dtype ("bool")
     number_attr: str | None = None  # "N" in "N * T": a list of that many tensors
     is_list: bool = False  # "list": a list of tensors of any dtypes (py_function)
+    is_ref: bool = False  # "Ref(T)": a variable, not a value
 
     @staticmethod
     def parse(spec: str) -> ArgSpec:
         name, _, rest = (p.strip() for p in spec.partition(":"))
         if not rest:
             raise ValueError(f"arg spec {spec!r} has no type")
+        if rest.startswith("Ref(") and rest.endswith(")"):
+            return ArgSpec(name, type_attr=rest[4:-1].strip(), is_ref=True)
         if rest == "list":
             return ArgSpec(name, is_list=True)
         if "*" in rest:
@@ -360,6 +364,29 @@ def shape_rule(op_type: str) -> Callable[[F], F]:
     return register
 
 
+# -- variables (ref tensors) ---------------------------------------------------------------------
+
+# Op types whose output is a variable (a ref, TensorFlow 1's float32_ref): VariableV2, Assign, ...
+_REF_OPS: set[str] = set()
+
+
+def is_ref(t: Tensor) -> bool:
+    """True when ``t`` stands for a variable (a VariableV2's or an Assign's output), whose value
+    is read where it is used."""
+    return t.op.type in _REF_OPS
+
+
+def read_ref(t: Tensor, name: str | None = None) -> Tensor:
+    """An Identity reading the variable ``t`` refers to, made in the current name scope and
+    control-dependency context (so it reads after the ops those name), as TensorFlow 1 reads a
+    ref where an op takes a value."""
+    g = t.graph
+    full = g.unique_name(name or f"{t.op.name}/read")
+    return g._create_op(
+        "Identity", [t], {"T": t.dtype}, [(t.dtype, t._shape)], full, unique_name=full
+    ).outputs[0]
+
+
 # -- conversion of Python values -----------------------------------------------------------------
 
 # Builds one tensor from a (nested) list holding tensors, as TensorFlow's auto-packing does
@@ -453,7 +480,7 @@ def _holds_python_bools(value: Any) -> bool:
 
 
 def _contains_tensor(value: Any) -> bool:
-    if isinstance(value, (Tensor, Operation)):
+    if isinstance(value, (Tensor, Operation)) or hasattr(value, "_as_tensor"):  # or a Variable
         return True
     if isinstance(value, (list, tuple)):
         return any(_contains_tensor(v) for v in value)
@@ -584,6 +611,10 @@ class OpDef:
     stateful : bool
         Keeps state between runs (variables, random ops): never folded or merged by the graph
         optimizer, and not offered eagerly.
+    reads_refs : bool
+        Its kernel reads the value of a variable given as an input (Identity, TensorFlow 1's
+        ``v/read``); for other ops, a variable where a value goes is read by an Identity made in
+        front of the op.
     default_name : str, optional
         The node name when the caller gives none (default: the type name).
     """
@@ -601,6 +632,7 @@ class OpDef:
         not_differentiable: bool = False,
         flops: FlopsFn | None = None,
         stateful: bool = False,
+        reads_refs: bool = False,
         default_name: str | None = None,
         doc: str | None = None,
     ) -> None:
@@ -616,6 +648,7 @@ class OpDef:
         self.not_differentiable = not_differentiable
         self.flops = flops
         self.stateful = stateful
+        self.reads_refs = reads_refs
         self.default_name = default_name or type
         self.doc = doc
         self._arg_names = [a.name for a in self.inputs] + list(self.attrs)
@@ -623,6 +656,8 @@ class OpDef:
             t = spec.type_attr
             if t is not None and t not in self.types and t not in self.attrs:
                 self.types[t] = ANY
+        if any(a.is_ref for a in self.outputs):
+            _REF_OPS.add(type)
         if len({a.name for a in self.outputs}) > 1:
             self._tuple = collections.namedtuple(  # type: ignore[misc]
                 type, [a.name for a in self.outputs]
@@ -699,9 +734,13 @@ class OpDef:
         return out
 
     def _convert_one(self, value: Any, a: ArgSpec, hints: dict[str, DType], name: str) -> Any:
+        if a.is_ref:
+            return self._convert_ref(value, a, name)
         value = _auto_pack(value, a.fixed or hints.get(a.type_attr or ""))
         if hasattr(value, "_as_tensor"):
             value = value._as_tensor()
+        if isinstance(value, Tensor) and is_ref(value) and not self.reads_refs:
+            value = read_ref(value)  # a variable where a value goes: read it here
         if isinstance(value, Tensor):
             if _eager.active:
                 raise TypeError(
@@ -756,6 +795,19 @@ class OpDef:
         if target is not None:
             return _like(value, target)
         return convert_to_tensor(value)
+
+    def _convert_ref(self, value: Any, a: ArgSpec, name: str) -> Tensor:
+        """A ref input: a Variable or a ref tensor (a VariableV2's or an Assign's output)."""
+        if _eager.active:
+            raise TypeError(f"{self.type} keeps state between runs; it runs only in a Session")
+        if hasattr(value, "_ref"):
+            value = value._ref()
+        if isinstance(value, Tensor) and is_ref(value):
+            return value
+        raise TypeError(
+            f"Input '{a.name}' of '{self.type}' Op '{name}' requires l-value input (a Variable), "
+            f"got {_short(value)}"
+        )
 
     def _wrap(self, arr: np.ndarray[Any, Any], dtype: DType) -> Any:
         return arr if _eager.active else make_const(arr, dtype)

@@ -265,7 +265,8 @@ def placeholder_with_default(input: TensorLike, shape: Any, name: str | None = N
 # -- identity ------------------------------------------------------------------------------------
 
 
-@op("Identity", inputs=["input: T"], grad=lambda op_, grad: [grad])
+# Its kernel reads a variable's value (reads_refs): `v/read` is Identity(v), as in TensorFlow 1.
+@op("Identity", inputs=["input: T"], grad=lambda op_, grad: [grad], reads_refs=True)
 def identity(input: TensorLike, name: str | None = None) -> Tensor:
     """The same value as ``input`` (a cheap node; useful as a fetch or feed point).
 

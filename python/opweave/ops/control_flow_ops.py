@@ -61,9 +61,10 @@ def group(*inputs: Any, name: str | None = None) -> Operation:
             op_ = _graph_element_op(item, g, "group")
             if op_ not in deps:
                 deps.append(op_)
-    return g._create_op(
-        "NoOp", [], {}, [], _checks.check_name(name, "group_deps"), control_inputs=deps
-    )
+    name = _checks.check_name(name, "group_deps")
+    # As for every op, a name ending in "/" is a scope's full name, used as is.
+    full = name[:-1] if name.endswith("/") else None
+    return g._create_op("NoOp", [], {}, [], name, control_inputs=deps, unique_name=full)
 
 
 def tuple_(

@@ -35,6 +35,14 @@ def _as_tensor(x: Any) -> Tensor:
     return x
 
 
+def _as_source(x: Any) -> Tensor:
+    """An x (or a stop_gradients entry): a Variable stands for its ref, where the gradients of
+    all its reads meet (``v.value()``, ``v.read_value()``, ``v`` used as a tensor)."""
+    if hasattr(x, "_ref"):
+        x = x._ref()
+    return _as_tensor(x)
+
+
 def _differentiable(t: Tensor) -> bool:
     """Gradients flow only through floating tensors (not integer, bool or string ones)."""
     return t.dtype.is_floating
@@ -82,7 +90,7 @@ def gradients(
         When an op on a path from x to y has no gradient, naming the op and its type.
     """
     ys_l = [_as_tensor(y) for y in _as_list(ys)]
-    xs_l = [_as_tensor(x) for x in _as_list(xs)]
+    xs_l = [_as_source(x) for x in _as_list(xs)]
     g = get_default_graph()
     for t in ys_l + xs_l:
         if t.graph is not g:
@@ -90,7 +98,7 @@ def gradients(
                 f"gradients: {t.name!r} is from a different graph than the default graph"
             )
     stops = (
-        {id(_as_tensor(t)) for t in _as_list(stop_gradients)}
+        {id(_as_source(t)) for t in _as_list(stop_gradients)}
         if stop_gradients is not None
         else set()
     )

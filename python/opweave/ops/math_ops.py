@@ -23,7 +23,20 @@ from typing import Any
 
 import numpy as np
 
-from ..dtypes import FLOATS, INDEX, NUMBERS, REALS, DType, bool_, float32, float64, int32
+from ..dtypes import (
+    FLOATS,
+    INDEX,
+    NUMBERS,
+    REALS,
+    DType,
+    bool_,
+    float32,
+    float64,
+    int8,
+    int16,
+    int32,
+    int64,
+)
 from ..framework import Operation, Shape, Tensor, register_operator
 from . import _checks, _grad_util
 from ._op_def import (
@@ -39,24 +52,31 @@ from ._op_def import (
 )
 from .array_ops import cast, reshape, shape, zeros_like_op
 
-__all__ = [
+__all__: list[str] = [
     "add",
     "add_n",
+    "clip_by_value",
     "div",
     "divide",
     "equal",
     "exp",
     "floordiv",
+    "floormod",
+    "greater",
     "greater_equal",
     "invert_permutation",
+    "less",
     "less_equal",
     "matmul",
     "maximum",
     "minimum",
+    "mod",
     "mul",
     "multiply",
     "neg",
     "negative",
+    "not_equal",
+    "pow",
     "range",
     "realdiv",
     "reduce_max",
@@ -65,6 +85,7 @@ __all__ = [
     "reduce_sum",
     "select_v2",
     "sigmoid",
+    "squared_difference",
     "sub",
     "subtract",
     "tanh",
@@ -77,6 +98,7 @@ __all__ = [
 
 TensorLike = Any
 Shapes = Sequence[Sequence[int]]
+SIGNED_INTS = frozenset({int8, int16, int32, int64})
 
 
 # -- FLOP counts (step stats, the timeline) ------------------------------------------------------
@@ -330,6 +352,188 @@ def maximum(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
 def minimum(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
     """Element-wise minimum with broadcasting; NaN propagates."""
     return _MINIMUM(x, y, name=name)  # type: ignore[no-any-return]
+
+
+# -- pow, floormod, squared_difference -----------------------------------------------------------
+
+
+def _pow_grad(op_: Operation, grad: Tensor) -> list[Any]:
+    """TensorFlow's: grad * (y x^(y-1), z log x), with log x taken as 0 where x <= 0."""
+    x, y = op_.inputs
+    if not x.dtype.is_floating:
+        return [None, None]
+    from .array_ops import ones_like
+    from .math_unary import log
+
+    z = op_.outputs[0]
+    gx = multiply(grad, multiply(y, pow(x, subtract(y, 1))))
+    mask = greater(x, 0)
+    safe_x = select_v2(mask, x, ones_like(x))
+    log_x = select_v2(mask, log(safe_x), zeros_like_op(x))
+    return _binary_grads(op_, gx, multiply(multiply(grad, z), log_x))
+
+
+def _floormod_grad(op_: Operation, grad: Tensor) -> list[Any]:
+    """TensorFlow's: grad * (1, -floor(x / y))."""
+    x, y = op_.inputs
+    if not x.dtype.is_floating:
+        return [None, None]
+    return _binary_grads(op_, grad, multiply(grad, negative(floordiv(x, y))))
+
+
+def _squared_difference_grad(op_: Operation, grad: Tensor) -> list[Any]:
+    """TensorFlow's: 2 grad (x - y) for x, its negative for y."""
+    x, y = op_.inputs
+    if not x.dtype.is_floating:
+        return [None, None]
+    x_grad = multiply(multiply(grad, 2), subtract(x, y))
+    gx, gy = _binary_grads(op_, x_grad, x_grad)
+    return [gx, None if gy is None else negative(gy)]
+
+
+_POW = _binary_op("Pow", FLOATS | SIGNED_INTS, _pow_grad, flops=20)
+_FLOORMOD = _binary_op("FloorMod", REALS, _floormod_grad, flops=4)
+_SQUARED_DIFFERENCE = _binary_op("SquaredDifference", FLOATS | INDEX, _squared_difference_grad, 2)
+
+
+@public
+def pow(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
+    """``x ** y`` element-wise with broadcasting (the ``**`` operator).
+
+    Floats follow C's ``pow``: a negative base with an integer exponent keeps its sign
+    (``pow(-2.0, 3.0)`` is -8), with a non-integer exponent gives NaN; ``pow(0.0, -1.0)`` is inf
+    and ``pow(x, 0)`` is 1. Integers wrap; a negative integer exponent fails the run with
+    InvalidArgumentError ("Integers to negative integer powers are not allowed"), as in
+    TensorFlow.
+
+    >>> import numpy as np
+    >>> import opweave as ow
+    >>> ow.kernels.pow(np.array([-2.0, 4.0]), np.array([3.0, 0.5]))
+    array([-8.,  2.])
+    """
+    return _POW(x, y, name=name)  # type: ignore[no-any-return]
+
+
+@public
+def floormod(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
+    """The remainder of floor division, with the divisor's sign, as Python's ``%`` (the ``%``
+    operator; also ``mod``).
+
+    ``floormod(-7, 2)`` is 1 and ``floormod(7, -2)`` is -1, for integers and floats. Floats
+    compute C's ``fmod`` and then move a remainder whose sign differs from the divisor's by one
+    divisor, exactly as TensorFlow (``floormod(x, 0.0)`` is NaN). Integer division by zero fails
+    the run with InvalidArgumentError ("Integer division by zero").
+
+    >>> import numpy as np
+    >>> import opweave as ow
+    >>> ow.kernels.floormod(np.array([-7, 7]), np.array([2, -2]))
+    array([ 1, -1])
+    """
+    return _FLOORMOD(x, y, name=name)  # type: ignore[no-any-return]
+
+
+mod = floormod
+
+
+@public
+def squared_difference(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
+    """``(x - y) ** 2`` element-wise with broadcasting.
+
+    >>> import numpy as np
+    >>> import opweave as ow
+    >>> ow.kernels.squared_difference(np.array([1.0, 5.0]), np.array([3.0, 5.0]))
+    array([4., 0.])
+    """
+    return _SQUARED_DIFFERENCE(x, y, name=name)  # type: ignore[no-any-return]
+
+
+# -- clip_by_value -------------------------------------------------------------------------------
+
+
+def _clip_shape(ctx: ShapeContext) -> Shape:
+    t = ctx.shape(0)
+    for i, arg in ((1, "clip_value_min"), (2, "clip_value_max")):
+        s = ctx.shape(i)
+        if s is None or t is None or len(s) == 0:
+            continue
+        if len(s) != len(t) or any(
+            a is not None and b is not None and a != b for a, b in zip(s, t, strict=True)
+        ):
+            raise ctx.error(f"{arg} must be a scalar or have the shape of t")
+    return t
+
+
+def _clip_grad(op_: Operation, grad: Tensor) -> list[Any]:
+    """TensorFlow's: the gradient passes to t inside [min, max] (bounds included), to a bound
+    where t is beyond it."""
+    x, lo, hi = op_.inputs
+    zeros = zeros_like_op(grad)
+    below, above = less(x, lo), greater(x, hi)
+    from .logic_ops import logical_or
+
+    gx = select_v2(logical_or(below, above), zeros, grad)
+    glo, ghi = select_v2(below, grad, zeros), select_v2(above, grad, zeros)
+    return [gx, unbroadcast(glo, lo), unbroadcast(ghi, hi)]
+
+
+_CLIP_BY_VALUE = OpDef(
+    "ClipByValue",
+    inputs=["t: T", "clip_value_min: T", "clip_value_max: T"],
+    types={"T": REALS},
+    shape=_clip_shape,
+    grad=_clip_grad,
+    flops=lambda i, o, a: per_output_element(i, o, a, 2),
+)
+
+
+@public
+def clip_by_value(
+    t: TensorLike,
+    clip_value_min: TensorLike,
+    clip_value_max: TensorLike,
+    name: str | None = None,
+) -> Tensor:
+    """``t`` clipped to ``[clip_value_min, clip_value_max]``: ``max(min(t, max), min)``.
+
+    The bounds are scalars or tensors that broadcast to ``t`` without changing its shape. The
+    gradient passes to ``t`` where it lies inside the range, bounds included, and to a bound
+    where ``t`` is beyond it, as in TensorFlow 1. NaN stays NaN.
+
+    Raises
+    ------
+    ValueError
+        When a bound would broadcast ``t`` to a larger shape.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import opweave as ow
+    >>> ow.kernels.clip_by_value(np.array([-3.0, 0.5, 7.0]), 0.0, 1.0)
+    array([0. , 0.5, 1. ])
+    """
+    from ._op_def import _auto_pack, _shape_of
+
+    x, lo, hi = (
+        v._as_tensor() if hasattr(v, "_as_tensor") else _auto_pack(v, None)
+        for v in (t, clip_value_min, clip_value_max)
+    )
+    shapes = [None if v is None else _shape_of(v) for v in (x, lo, hi)]
+    if all(s is not None and (len(s) == 0 or s == shapes[0]) for s in shapes[1:]):
+        return _CLIP_BY_VALUE(x, lo, hi, name=name)  # type: ignore[no-any-return]
+    # Bounds of other shapes: TensorFlow 1's Minimum and Maximum, then its shape check.
+    name = _checks.check_name(name, "clip_by_value")
+    clipped = maximum(minimum(x, hi), lo, name=name)
+    out_shape = _shape_of(clipped)
+    if (
+        shapes[0] is not None
+        and out_shape is not None
+        and broadcast_shapes(shapes[0], out_shape) != tuple(shapes[0])
+    ):
+        raise ValueError(
+            f"clip_by_value: the bounds would broadcast t of shape {list(shapes[0])} to "
+            f"{list(out_shape)}"
+        )
+    return clipped
 
 
 def _operands(x: TensorLike, y: TensorLike) -> tuple[Any, Any]:
@@ -681,7 +885,7 @@ _MATMUL = OpDef(
     inputs=["a: T", "b: T"],
     outputs=["product: T"],
     attrs={"transpose_a": Attr("bool", False), "transpose_b": Attr("bool", False)},
-    types={"T": FLOATS},
+    types={"T": FLOATS | INDEX},
     shape=_matmul_shape,
     grad=_matmul_grad,
     flops=_matmul_flops,
@@ -691,7 +895,7 @@ _BATCH_MATMUL = OpDef(
     inputs=["x: T", "y: T"],
     outputs=["output: T"],
     attrs={"adj_x": Attr("bool", False), "adj_y": Attr("bool", False)},
-    types={"T": FLOATS},
+    types={"T": FLOATS | INDEX},
     shape=_matmul_shape,
     grad=_batch_matmul_grad,
     flops=_matmul_flops,
@@ -720,9 +924,10 @@ def matmul(
     ------
     ValueError
         When the inner dimensions differ or the batch dimensions do not broadcast, naming the
-        op and both full input shapes (``... with input shapes: [5,2,3], [4,3,6].``).
+        op and both full input shapes (``... with input shapes: [5,2,3], [4,3,6].``); when both
+        ``transpose_a`` and ``adjoint_a`` (or both ``_b`` flags) are set, as in TensorFlow 1.
     TypeError
-        For non-floating or mismatched dtypes.
+        For mismatched dtypes, or dtypes other than float16/32/64, int32 and int64.
 
     Examples
     --------
@@ -733,12 +938,20 @@ def matmul(
     >>> y.shape
     TensorShape([Dimension(2), Dimension(4)])
     """
-    ta = _checks.check_bool(transpose_a, "transpose_a", op="MatMul") or _checks.check_bool(
-        adjoint_a, "adjoint_a", op="MatMul"
-    )
-    tb = _checks.check_bool(transpose_b, "transpose_b", op="MatMul") or _checks.check_bool(
-        adjoint_b, "adjoint_b", op="MatMul"
-    )
+    flags = [
+        _checks.check_bool(v, k, op="MatMul")
+        for k, v in (
+            ("transpose_a", transpose_a),
+            ("adjoint_a", adjoint_a),
+            ("transpose_b", transpose_b),
+            ("adjoint_b", adjoint_b),
+        )
+    ]
+    if flags[0] and flags[1]:
+        raise ValueError("Only one of transpose_a and adjoint_a can be True.")
+    if flags[2] and flags[3]:
+        raise ValueError("Only one of transpose_b and adjoint_b can be True.")
+    ta, tb = flags[0] or flags[1], flags[2] or flags[3]
     x, y = _operands(a, b)
     rx, ry = _rank_of(x), _rank_of(y)
     if rx == 2 and ry == 2:
@@ -884,6 +1097,70 @@ _LESS_EQUAL = OpDef(
 )
 
 
+_NOT_EQUAL = OpDef(
+    "NotEqual",
+    inputs=["x: T", "y: T"],
+    outputs=["z: bool"],
+    shape=broadcast_shape,
+    not_differentiable=True,
+)
+_LESS = OpDef(
+    "Less",
+    inputs=["x: T", "y: T"],
+    outputs=["z: bool"],
+    types={"T": REALS},
+    shape=broadcast_shape,
+    not_differentiable=True,
+)
+_GREATER = OpDef(
+    "Greater",
+    inputs=["x: T", "y: T"],
+    outputs=["z: bool"],
+    types={"T": REALS},
+    shape=broadcast_shape,
+    not_differentiable=True,
+)
+
+
+@public
+def not_equal(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
+    """``x != y`` element-wise, with broadcasting (a bool tensor; NaN differs from everything).
+
+    The ``!=`` operator on tensors stays Python's identity comparison, as in TensorFlow 1
+    (tensors are dictionary keys).
+
+    >>> import numpy as np
+    >>> import opweave as ow
+    >>> ow.kernels.not_equal(np.array([1, 2]), np.array([1, 3]))
+    array([False,  True])
+    """
+    return _NOT_EQUAL(x, y, name=name)  # type: ignore[no-any-return]
+
+
+@public
+def less(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
+    """``x < y`` element-wise, with broadcasting (a bool tensor; the ``<`` operator).
+
+    >>> import numpy as np
+    >>> import opweave as ow
+    >>> ow.kernels.less(np.array([1.0, 2.0]), 1.5)
+    array([ True, False])
+    """
+    return _LESS(x, y, name=name)  # type: ignore[no-any-return]
+
+
+@public
+def greater(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
+    """``x > y`` element-wise, with broadcasting (a bool tensor; the ``>`` operator).
+
+    >>> import numpy as np
+    >>> import opweave as ow
+    >>> ow.kernels.greater(np.array([1.0, 2.0]), 1.5)
+    array([False,  True])
+    """
+    return _GREATER(x, y, name=name)  # type: ignore[no-any-return]
+
+
 @public
 def greater_equal(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
     """``x >= y`` element-wise, with broadcasting (a bool tensor)."""
@@ -940,3 +1217,21 @@ register_operator("__matmul__", lambda a, b: matmul(a, b, name="MatMul"))
 register_operator("__neg__", lambda a: negative(a, name="Neg"))
 register_operator("__ge__", lambda a, b: greater_equal(a, b, name="GreaterEqual"))
 register_operator("__le__", lambda a, b: less_equal(a, b, name="LessEqual"))
+register_operator("__lt__", lambda a, b: less(a, b, name="Less"))
+register_operator("__gt__", lambda a, b: greater(a, b, name="Greater"))
+register_operator("__mod__", lambda a, b: floormod(a, b, name="mod"))
+register_operator("__pow__", lambda a, b: pow(a, b, name="pow"))
+
+
+# -- the other math families (opweave.* and opweave.compat.v1 take their names from here) ------
+
+from . import logic_ops as _logic_ops  # noqa: E402
+from . import math_reduce as _math_reduce  # noqa: E402
+from . import math_unary as _math_unary  # noqa: E402
+from .logic_ops import *  # noqa: E402, F403
+from .math_reduce import *  # noqa: E402, F403
+from .math_unary import *  # noqa: E402, F403
+
+__all__ += _math_unary.__all__
+__all__ += _logic_ops.__all__
+__all__ += _math_reduce.__all__

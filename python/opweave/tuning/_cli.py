@@ -10,15 +10,19 @@ from typing import Any
 EXIT_OK, EXIT_FAILED_SETTINGS, EXIT_USAGE = 0, 1, 2
 
 EPILOG = """\
-MODEL is a built-in model (mlp, wide, chain), the path of a .py file, or an importable module;
-a file or module defines build() returning (graph, fetches, feed_dict) or an
-opweave.models.Model. Each setting runs in a fresh process. Exit status: 0, 1 if a setting
-failed or fetched other values than (1, 1), 2 if the model or the options are wrong.
+MODEL is a built-in model (mlp, wide, chain), the path of a .py file, an importable module,
+or a GraphDef file (.pb, a frozen TensorFlow model, or .pbtxt); a file or module defines build()
+returning (graph, fetches, feed_dict) or an opweave.models.Model. A GraphDef runs on random
+feeds of the shapes given by --feed (placeholders of fully known shape need none) and fetches
+its outputs (the nodes nothing reads) or --fetch. Each setting runs in a fresh process. Exit
+status: 0, 1 if a setting failed or fetched other values than (1, 1), 2 if the model or the
+options are wrong.
 
 examples:
   python -m opweave tune mlp
   python -m opweave tune wide --intra 1 2 4 --inter 1 2 --runs 20 --plot wide.png
   python -m opweave tune my_model.py --json > tune.json
+  python -m opweave tune frozen.pb --feed input:64,224,224,3 --fetch logits --plot heat.png
 """
 
 
@@ -32,7 +36,9 @@ def add_parser(sub: Any) -> None:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("model", metavar="MODEL", help="mlp, wide, chain, a .py file or a module")
+    p.add_argument(
+        "model", metavar="MODEL", help="mlp, wide, chain, a .py file, a module or a .pb file"
+    )
     p.add_argument(
         "--intra",
         type=int,
@@ -71,6 +77,21 @@ def add_parser(sub: Any) -> None:
         "(VALUE is read as JSON, else as a string); repeatable",
     )
     p.add_argument(
+        "--feed",
+        action="append",
+        default=[],
+        metavar="NAME:SHAPE[:DTYPE]",
+        help="GraphDef models: feed placeholder NAME random values of SHAPE (e.g. x:256,784 or "
+        "x:256x784:float64; the placeholder's dtype by default); repeatable",
+    )
+    p.add_argument(
+        "--fetch",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="GraphDef models: fetch this tensor or op (default: the graph's outputs); repeatable",
+    )
+    p.add_argument(
         "--tolerance",
         type=float,
         default=0.03,
@@ -89,6 +110,14 @@ def _model_kwargs(args: argparse.Namespace) -> dict[str, Any]:
         if args.model not in BUILTIN:
             raise ValueError(f"--size small applies to the built-in models ({', '.join(BUILTIN)})")
         kwargs.update(SMALL[args.model])
+    if args.feed or args.fetch:
+        from ._frozen import GRAPHDEF_SUFFIXES, parse_feed
+
+        if not args.model.endswith(GRAPHDEF_SUFFIXES):
+            raise ValueError("--feed and --fetch apply to GraphDef models (.pb, .pbtxt files)")
+        kwargs["feeds"] = dict(parse_feed(item) for item in args.feed)
+        if args.fetch:
+            kwargs["fetches"] = list(args.fetch)
     for item in args.model_arg:
         name, sep, text = item.partition("=")
         if not sep or not name.isidentifier():

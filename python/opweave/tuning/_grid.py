@@ -91,7 +91,9 @@ def resolve_target(model: object, kwargs: Mapping[str, Any] | None = None) -> Ta
     """Turn what the user passed into a :class:`Target` a fresh process can rebuild.
 
     ``model`` is a built-in model's name (``"mlp"``), the path of a ``.py`` file, an importable
-    module's name (both exposing ``build()``), or a module-level function. Nothing of the user's
+    module's name (both exposing ``build()``), a module-level function, or the path of a
+    GraphDef file (``.pb``, ``.pbtxt``; ``kwargs`` are those of
+    :func:`opweave.tuning._frozen.build`: ``feeds``, ``fetches``, ``seed``). Nothing of the user's
     runs here: files and modules are only located.
 
     Raises
@@ -135,6 +137,15 @@ def _resolve_name(name: str, kwargs: dict[str, Any]) -> Target:
 
     if name in BUILTIN:
         return Target("builtin", name, kwargs=kwargs, label=name)
+    from ._frozen import GRAPHDEF_SUFFIXES
+
+    if name.endswith(GRAPHDEF_SUFFIXES):
+        # A GraphDef file: rebuilt in each worker by _frozen.build, with random feeds.
+        path = Path(name).expanduser()
+        if not path.is_file():
+            raise ModelError(f"no such file: {name}")
+        kw = {"path": str(path.resolve()), **kwargs}
+        return Target("module", "opweave.tuning._frozen", "build", kw, label=name)
     if name.endswith(".py") or os.sep in name or os.path.isfile(name):
         path = Path(name).expanduser()
         if not path.is_file():

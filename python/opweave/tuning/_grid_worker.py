@@ -11,6 +11,11 @@ After the timed runs, one traced run records what the threads did at once
 
 The pools are sized before the user's ``build()`` runs (an empty first Session with the
 setting's ConfigProto), so nothing ``build()`` does can size them otherwise.
+
+A model with variables -- a training step, whose fetch may be the train op itself -- has them
+initialized in its fresh session (the global and local variables' initializers) before the
+warm-up runs, as TensorFlow's MonitoredSession does; every setting then runs the same steps from
+the same values, so the values fetched after them still compare bit for bit.
 """
 
 from __future__ import annotations
@@ -130,6 +135,20 @@ def _save_values(value: object, out: Path) -> None:
     (out / "values.json").write_text(json.dumps(meta))
 
 
+def _initialize_variables(sess: Any, graph: Graph) -> None:
+    """Run the initializers of ``graph``'s global and local variables, if it has any."""
+    from ..framework import GraphKeys
+    from ..ops.variables import variables_initializer
+
+    variables = graph.get_collection(GraphKeys.GLOBAL_VARIABLES) + graph.get_collection(
+        GraphKeys.LOCAL_VARIABLES
+    )
+    if variables:
+        with graph.as_default():
+            init = variables_initializer(variables, name="tuner_init")
+        sess.run(init)
+
+
 # Ops whose results may differ from one process to the next (and so between two settings of a
 # grid) without any kernel being wrong: a py_function runs arbitrary Python, and a random op
 # without a seed draws a fresh one per process.
@@ -168,6 +187,8 @@ def run_setting(spec: Mapping[str, Any]) -> dict[str, Any]:
     builder = load_builder(target)
     try:
         built = builder(**target["kwargs"])
+    except ModelError:
+        raise  # already says what is wrong with the model (a GraphDef's feeds, say)
     except Exception as e:
         raise ModelError(f"{target['label']}: build() raised:\n{_error_tail(e)}") from None
     model = as_model(built, target["label"])
@@ -182,6 +203,7 @@ def run_setting(spec: Mapping[str, Any]) -> dict[str, Any]:
                 f"the inter-op pool runs {ow.get_num_interop_threads()} ops at once, not {inter}: "
                 "build() resized it (opweave.set_num_interop_threads)"
             )
+        _initialize_variables(sess, model.graph)
         result: object = None
         for _ in range(int(spec["warmup"])):
             result = sess.run(model.fetches, model.feed_dict)
