@@ -96,7 +96,12 @@ def test_a_frozen_model_of_dense_layers_runs_once_bias_add_is_defined() -> None:
     with ow.Graph().as_default() as g:
         ow.import_graph_def(graph_def, name="")
     with ow.Session(graph=g) as sess:
-        np.testing.assert_allclose(sess.run("out:0", feeds), want["out:0"], rtol=1e-5, atol=1e-6)
+        # float32 sums in another order than TensorFlow's: an output near 0 that cancels terms
+        # of size ~10 is off by a few float32 ulps of those terms, not of itself.
+        scale = float(np.abs(want["out:0"]).max())
+        np.testing.assert_allclose(
+            sess.run("out:0", feeds), want["out:0"], rtol=1e-5, atol=1e-6 * scale
+        )
 
 
 def test_tensorflows_extra_attributes_are_ignored_and_output_shapes_accepted() -> None:

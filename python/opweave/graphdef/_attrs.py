@@ -49,6 +49,10 @@ NOT_EXPORTABLE: dict[str, str] = {
 #: back, but TensorFlow cannot import them.
 OPWEAVE_ONLY_OPS: dict[str, str] = {
     "ReducedShape": "the shape of a reduction's result, for gradients (TensorFlow composes it)",
+    "SigmoidCrossEntropyWithLogits": (
+        "one numerically stable kernel in opweave; TensorFlow composes "
+        "nn.sigmoid_cross_entropy_with_logits from Relu, Mul, Sub, Abs, Neg, Exp and Log1p"
+    ),
 }
 
 #: Attributes opweave keeps for itself: never written, recomputed from the others when read.
@@ -76,6 +80,9 @@ TF_ONLY_ATTRS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "grad_y": (_any, ""),
     "use_cudnn_on_gpu": (_any, ""),
     "incompatible_shape_error": (lambda v: v is True, "True"),
+    # TopKV2's dtypes of k and of the indices (DataType enum 3 is int32), opweave's only ones.
+    "Tk": (lambda v: v == 3, "int32"),
+    "index_type": (lambda v: v == 3, "int32"),
     # Layouts and convolution options, on ops whose opweave definition lacks them: opweave
     # computes channels-last without dilation or explicit padding.
     "data_format": (lambda v: v in ("NHWC", "NDHWC", "NWC"), "channels last (NHWC)"),
