@@ -344,6 +344,39 @@ def test_stateful_twins_are_not_merged() -> None:
         assert not {"r1", "r2"} & {c.node for c in report(sess).changes("merged")}
 
 
+def test_an_update_of_a_folded_constant_still_runs_every_time() -> None:
+    with ow.Graph().as_default() as g:
+        v = ow.Variable(1.0, name="v")
+        inc = ow.assign_add(v, ow.constant(2.0) * 3.0, name="inc")
+        init = ow.global_variables_initializer()
+    with ow.Session(graph=g, config=config()) as sess:
+        sess.run(init)
+        for _ in range(3):
+            sess.run(inc.op)
+        assert sess.run(v) == 19.0
+        r = report(sess)
+    assert [c.node for c in r.changes("folded")] == []  # the last signature: v's read
+    with ow.Session(graph=g, config=config()) as sess:
+        sess.run(init)
+        sess.run(inc.op)
+        assert [c.node for c in report(sess).changes("folded")] == ["mul"]  # not inc
+        assert sess.run(v) == 7.0
+
+
+def test_reads_of_a_variable_are_not_merged() -> None:
+    with ow.Graph().as_default() as g:
+        v = ow.Variable(1.0, name="v")
+        first = v.read_value()
+        second = v.read_value()  # the same op, input and (no) control inputs
+        total = ow.add(ow.tanh(first), ow.tanh(second), name="total")
+        init = ow.global_variables_initializer()
+    with ow.Session(graph=g, config=config()) as sess:
+        sess.run(init)
+        _, meta = traced(sess, total)
+        assert {first.op.name, second.op.name} <= set(ran(meta))
+        assert report(sess).changes("merged") == []
+
+
 def test_constants_merge_by_their_bits() -> None:
     with ow.Graph().as_default() as g:
         x = ow.placeholder(ow.float32, shape=(), name="x")

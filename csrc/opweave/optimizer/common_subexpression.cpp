@@ -2,8 +2,9 @@
 // either order for Add / AddV2 / Mul, whose results do not depend on it), control inputs and
 // attributes compute the same values, so the later one is dropped and its consumers read the
 // earlier one. Constants with equal values (dtype, shape and bytes) merge too. Never for stateful
-// nodes (two random ops with the same seed are two draws), nodes without outputs, or a protected
-// (fetched, target) node as the one dropped.
+// nodes (two random ops with the same seed are two draws), nodes reading a stateful node's output
+// (two reads of a variable are two reads, as TensorFlow never merges nodes with ref inputs),
+// nodes without outputs, or a protected (fetched, target) node as the one dropped.
 #include <algorithm>
 #include <cstring>
 #include <functional>
@@ -123,6 +124,14 @@ bool same_computation(const NodeDef& a, const NodeDef& b) {
   return true;
 }
 
+// Reads the output of a stateful node (a variable's ref, a random draw); a feed is a plain value.
+bool reads_state(const WorkGraph& g, const NodeDef& d) {
+  for (const TensorId& in : d.inputs) {
+    if (g.def(in.node).op != "_Arg" && g.is_stateful(in.node)) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 bool run_common_subexpression(WorkGraph& g, PassContext& ctx) {
@@ -130,7 +139,7 @@ bool run_common_subexpression(WorkGraph& g, PassContext& ctx) {
   std::unordered_multimap<std::size_t, int> seen;
   for (int n : g.topological_order()) {
     const NodeDef& d = g.def(n);
-    if (d.num_outputs == 0 || g.is_stateful(n)) continue;
+    if (d.num_outputs == 0 || g.is_stateful(n) || reads_state(g, d)) continue;
     const std::size_t h = hash_node(d);
     int twin = -1;
     for (auto [it, end] = seen.equal_range(h); it != end; ++it) {
