@@ -55,7 +55,10 @@ from ._threads import (
 )
 from .config import (
     ConfigProto,
+    GraphOptions,
+    OptimizerOptions,
     PoolConfigWarning,
+    RewriterConfig,
     RunMetadata,
     RunOptions,
     ThreadPoolOptionProto,
@@ -117,9 +120,12 @@ __all__ = [
     "Dimension",
     "Graph",
     "GraphKeys",
+    "GraphOptions",
     "InteractiveSession",
     "Operation",
+    "OptimizerOptions",
     "PoolConfigWarning",
+    "RewriterConfig",
     "RunMetadata",
     "RunOptions",
     "Session",
