@@ -12,5 +12,7 @@ void register_graph(pybind11::module_& m);
 void register_session(pybind11::module_& m);
 void register_interpreter_exit(pybind11::module_& m);
 void register_memory(pybind11::module_& m);
+void register_checksum(pybind11::module_& m);
+void register_optimizer(pybind11::module_& m);
 
 }  // namespace opweave::bindings

@@ -1,4 +1,5 @@
-"""``opweave.train``: TensorFlow 1's optimizers, the global step and ``write_graph``.
+"""``opweave.train``: TensorFlow 1's optimizers, the global step, checkpoints (``Saver``) and
+``write_graph``.
 
 >>> import opweave as tf
 >>> with tf.Graph().as_default():
@@ -23,10 +24,26 @@ from __future__ import annotations
 from ..graphdef import write_graph
 from .adagrad import AdagradOptimizer
 from .adam import AdamOptimizer
+from .checkpoint_management import (
+    checkpoint_exists,
+    generate_checkpoint_state_proto,
+    get_checkpoint_mtimes,
+    get_checkpoint_state,
+    latest_checkpoint,
+    remove_checkpoint,
+    update_checkpoint_state,
+)
+from .checkpoint_utils import (
+    NewCheckpointReader,
+    list_variables,
+    load_checkpoint,
+    load_variable,
+)
 from .gradient_descent import GradientDescentOptimizer
 from .momentum import MomentumOptimizer
 from .optimizer import Optimizer
 from .rmsprop import RMSPropOptimizer
+from .saver import Saver, SaverDef
 from .training_util import (
     create_global_step,
     get_global_step,
@@ -39,11 +56,24 @@ __all__ = [
     "AdamOptimizer",
     "GradientDescentOptimizer",
     "MomentumOptimizer",
+    "NewCheckpointReader",
     "Optimizer",
     "RMSPropOptimizer",
+    "Saver",
+    "SaverDef",
+    "checkpoint_exists",
     "create_global_step",
+    "generate_checkpoint_state_proto",
+    "get_checkpoint_mtimes",
+    "get_checkpoint_state",
     "get_global_step",
     "get_or_create_global_step",
     "global_step",
+    "latest_checkpoint",
+    "list_variables",
+    "load_checkpoint",
+    "load_variable",
+    "remove_checkpoint",
+    "update_checkpoint_state",
     "write_graph",
 ]
