@@ -7,7 +7,6 @@ import re
 from pathlib import Path
 
 import numpy as np
-
 import opweave as ow
 from _subprocess import finish, spawn_python
 
