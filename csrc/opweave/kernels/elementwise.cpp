@@ -425,6 +425,17 @@ void unary_runs(const Tensor& x, const Tensor& out, ThreadPool* pool, unary_math
 
 }  // namespace
 
+namespace unary_math {
+template <>
+const Table<float>& selected_table<float>() {
+  return g_math_f32;
+}
+template <>
+const Table<double>& selected_table<double>() {
+  return g_math_f64;
+}
+}  // namespace unary_math
+
 Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b, ThreadPool* pool) {
   const char* name = binary_name(op);
   if (a.dtype() != b.dtype()) {
