@@ -5,8 +5,9 @@ The passes themselves are C++ (``csrc/opweave/optimizer/``); docs/optimizer.md d
 
 >>> import opweave as ow
 >>> options = core_options(ow.ConfigProto())
->>> options.passes
-['pruning', 'common_subexpression', 'constant_folding', 'arithmetic', 'identity_removal']
+>>> options.passes  # doctest: +NORMALIZE_WHITESPACE
+['pruning', 'common_subexpression', 'constant_folding', 'arithmetic', 'remapping',
+ 'identity_removal']
 >>> cfg = ow.ConfigProto()
 >>> cfg.graph_options.optimizer_options.opt_level = ow.OptimizerOptions.L0
 >>> core_options(cfg).passes
@@ -33,6 +34,7 @@ _TF_NAMES = {
     "common_subgraph_elimination": "common_subexpression",
     "constfold": "constant_folding",
     "arithmetic": "arithmetic",
+    "remap": "remapping",
     "dependency": "identity_removal",
 }
 
@@ -77,6 +79,7 @@ def core_options(config: ConfigProto) -> Any:
                 rewrite.constant_folding, classic.do_constant_folding
             ),
             "arithmetic": grappler(rewrite.arithmetic_optimization),
+            "remapping": grappler(rewrite.remapping),
             "identity_removal": grappler(rewrite.dependency_optimization),
         }
         passes = [name for name in _core.optimizer_pass_names() if enabled.get(name, False)]
