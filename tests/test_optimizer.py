@@ -166,7 +166,7 @@ def test_iterations_cap_and_size_cap_and_failure_switch() -> None:
 def test_switches_opweave_lacks_are_accepted_and_ignored() -> None:
     cfg = config(
         layout_optimizer=ow.RewriterConfig.ON,
-        remapping=ow.RewriterConfig.AGGRESSIVE,
+        shape_optimization=ow.RewriterConfig.AGGRESSIVE,
         memory_optimization=ow.RewriterConfig.HEURISTICS,
         auto_mixed_precision=ow.RewriterConfig.ON,
         loop_optimization=ow.RewriterConfig.OFF,
