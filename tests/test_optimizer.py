@@ -888,6 +888,33 @@ def test_a_variable_that_changes_every_run_is_right_every_run() -> None:
             np.testing.assert_allclose(got, np.maximum(xv @ (w0 + 0.5 * i), 0), rtol=1e-12)
 
 
+def test_concurrent_runs_share_the_packed_weights_and_agree() -> None:
+    # One compiled node, one weight cache: threads hitting its first (packing) run and later ones
+    # at once all get the single-threaded answer.
+    g, init, y, parts = _mlp(np.float32)
+    xv = np.random.default_rng(2).uniform(-1, 1, (16, 37)).astype(np.float32)
+    with ow.Session(graph=g, config=config()) as sess:
+        sess.run(init)
+        results: list[np.ndarray] = []
+        lock = threading.Lock()
+
+        def work() -> None:
+            for _ in range(5):
+                out = sess.run(y, {parts["x"]: xv})
+                with lock:
+                    results.append(out)
+
+        threads = [threading.Thread(target=work) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        want = sess.run(y, {parts["x"]: xv})
+    assert len(results) == 20
+    for out in results:
+        np.testing.assert_array_equal(out, want)
+
+
 def test_a_bias_of_the_wrong_length_fails_naming_the_node() -> None:
     with ow.Graph().as_default() as g:
         x = ow.placeholder(ow.float32, shape=(2, 3))
