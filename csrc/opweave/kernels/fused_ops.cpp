@@ -1,4 +1,4 @@
-// Kernels of the graph optimizer's fused ops (optimizer/gemm_fusion.cpp makes them; they exist only
+// Kernels of the graph optimizer's fused ops (optimizer/remapping.cpp makes them; they exist only
 // in optimized graphs, so they have no Python OpDef):
 //
 // - _FusedMatMul(a, b[, bias]): MatMul (transpose_a, transpose_b) whose epilogue -- the bias row
@@ -11,7 +11,7 @@
 // the activation after it, each with the op's formula: the bits of the unfused nodes. Errors name
 // the MatMul as written (matmul_name), with the messages its kernels give.
 //
-// _FusedConv2D lives with the convolutions (conv_ops.cpp).
+// Convolutions are not fused yet: gemm_sourced() takes an Epilogue for when they are.
 #include <memory>
 #include <string>
 #include <vector>

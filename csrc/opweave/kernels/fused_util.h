@@ -1,5 +1,6 @@
-// What _FusedMatMul and _FusedConv2D share: their epilogue attributes (TensorFlow's `fused_ops`,
-// e.g. ["BiasAdd", "Relu"], and `leakyrelu_alpha`) and the bias check.
+// What fused GEMM kernels (_FusedMatMul; a fused convolution later) share: their epilogue
+// attributes (TensorFlow's `fused_ops`, e.g. ["BiasAdd", "Relu"], and `leakyrelu_alpha`) and the
+// bias check.
 #pragma once
 
 #include <string>
