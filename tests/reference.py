@@ -7,8 +7,9 @@ all precision, and float64 results match NumPy to ~1e-12.
 
 The ``OPTIMIZABLE`` ops are patterns the graph optimizer rewrites (constants to fold, ``x * 1``,
 ``x + 0``, ``x + c`` chains to re-associate, double negations and transposes, a reshape of a
-reshape, the same ``tanh`` twice, an identity with a control dependency); ``addc`` moves values
-by only 1/64, so the 30-node graphs of the property tests stay near [-1, 1].
+reshape, the same ``tanh`` twice, an identity with a control dependency, a dense layer
+``relu(x @ W + b)`` to fuse); ``addc`` moves values by only 1/64, so the 30-node graphs of the
+property tests stay near [-1, 1].
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ OPTIMIZABLE = [
     "reshape2",
     "dup",
     "ctl",
+    "dense",
 ]
 ARITY = {"const": 0, "ctl": 2, **dict.fromkeys(BINARY, 2)}
 SLEEP_S = 0.02
@@ -151,6 +153,13 @@ def const_value(spec: Spec, i: int) -> np.ndarray:
     return np.random.default_rng(i).uniform(-1, 1, (spec.n, spec.n))
 
 
+def dense_value(spec: Spec, i: int) -> tuple[np.ndarray, np.ndarray]:
+    """The weights and bias of node ``i`` when it is a ``dense`` layer: fixed by its index, W
+    scaled by 1/n so values stay near [-1, 1]."""
+    rng = np.random.default_rng(10_000 + i)
+    return rng.uniform(-1, 1, (spec.n, spec.n)) / spec.n, rng.uniform(-0.5, 0.5, spec.n)
+
+
 def addc_value(i: int) -> float:
     """What node ``i`` adds when it is an ``addc``: +-1/64 by the parity of its index."""
     return 1 / 64 if i % 2 == 0 else -1 / 64
@@ -220,6 +229,10 @@ def evaluate(
         if node.op == "addc":
             values[i] = values[node.inputs[0]] + addc_value(i)
             continue
+        if node.op == "dense":
+            w, bias = dense_value(spec, i)
+            values[i] = np.maximum(values[node.inputs[0]] @ w + bias, 0.0)
+            continue
         a = values[node.inputs[0]]
         b = values[node.inputs[1]] if len(node.inputs) > 1 else a
         if node.op == "fail":
@@ -288,6 +301,9 @@ def build(spec: Spec) -> Built:
                 out = a + 0.0
             elif op == "addc":
                 out = a + addc_value(i)
+            elif op == "dense":
+                w, bias = dense_value(spec, i)
+                out = ow.relu(ow.matmul(a, ow.constant(w)) + ow.constant(bias))
             elif op == "negneg":
                 out = ow.negative(ow.negative(a))
             elif op == "transpose2":

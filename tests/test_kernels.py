@@ -3,6 +3,7 @@ arguments with clear TypeError / ValueError."""
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 from typing import Any
@@ -56,6 +57,30 @@ def test_matmul_matches_numpy_on_edge_sizes(dtype: Any, m: int, n: int, k: int) 
 def test_matmul_wider_than_one_nc_block_matches_numpy(dtype: Any, n: int) -> None:
     a, b = _random((13, 37), dtype), _random((37, n), dtype)
     np.testing.assert_allclose(kernels.matmul(a, b), a @ b, **_tol(dtype, 37))
+
+
+# Fewer rows than the micro-kernel's MR (6 with AVX2, 12 with AVX-512) run the few-rows (GEMV)
+# kernel, reading B in place or packing a transposed one; rows of a larger batch run the packed
+# micro-kernels. Both compute each element as the same FMA chain over the same K blocks, so a row
+# gets the same bits whatever batch it is in, and any thread count.
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("m", [1, 2, 3, 5, 7, 11])
+def test_matmul_with_few_rows_matches_numpy_and_the_rows_of_a_larger_batch(
+    dtype: Any, m: int
+) -> None:
+    for n, k in [(3, 5), (33, 300), (1030, 17), (4100, 9)]:
+        big_a = _random((64, k), dtype)
+        for ta, tb in itertools.product([False, True], repeat=2):
+            b = _random((n, k) if tb else (k, n), dtype)
+            a = np.ascontiguousarray(big_a[:m].T) if ta else big_a[:m]
+            got = kernels.matmul(a, b, transpose_a=ta, transpose_b=tb)
+            want = big_a[:m] @ (b.T if tb else b)
+            np.testing.assert_allclose(got, want, **_tol(dtype, k))
+            one = kernels.matmul(a, b, transpose_a=ta, transpose_b=tb, _num_threads=1)
+            np.testing.assert_array_equal(got, one)
+            if n > 3:  # large enough for the packed path at 64 rows
+                batch = kernels.matmul(big_a, b, transpose_b=tb)
+                np.testing.assert_array_equal(got, batch[:m])
 
 
 @pytest.mark.parametrize("dtype", FLOATS)

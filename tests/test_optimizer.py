@@ -3,6 +3,7 @@ traces and partition graphs, and random graphs giving the same results with it o
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import threading
@@ -14,6 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from opweave import _optimizer
+from opweave import _opweave_core as _core
 from opweave.ops.array_ops import _CAST
 from opweave.timeline import Timeline
 from reference import OPTIMIZABLE, InjectedFailure, Spec, build, check, evaluate, needed
@@ -72,6 +74,7 @@ ALL_PASSES = [
     "common_subexpression",
     "constant_folding",
     "arithmetic",
+    "remapping",
     "elementwise_fusion",
     "identity_removal",
 ]
@@ -93,12 +96,13 @@ def test_the_default_config_runs_every_pass() -> None:
         ("common_subgraph_elimination", "common_subexpression"),
         ("arithmetic_optimization", "arithmetic"),
         ("dependency_optimization", "identity_removal"),
-        ("remapping", "elementwise_fusion"),
+        ("remapping", ("remapping", "elementwise_fusion")),
     ],
 )
-def test_each_toggle_switches_its_pass_off(field: str, gone: str) -> None:
+def test_each_toggle_switches_its_pass_off(field: str, gone: str | tuple[str, ...]) -> None:
     options = _optimizer.core_options(config(**{field: ow.RewriterConfig.OFF}))
-    assert options.passes == [p for p in ALL_PASSES if p != gone]
+    gone_passes = (gone,) if isinstance(gone, str) else gone
+    assert options.passes == [p for p in ALL_PASSES if p not in gone_passes]
     # x * 1 and (x + c1) + c2 belong to constant folding, as in TensorFlow.
     assert options.arithmetic_with_constants == (field != "constant_folding")
 
@@ -150,7 +154,12 @@ def test_the_optimizers_list_runs_the_named_passes_in_its_order() -> None:
     cfg = config(optimizers=["dependency", "layout", "remap", "constfold"])
     options = _optimizer.core_options(cfg)
     # "layout" is TF-only.
-    assert options.passes == ["identity_removal", "elementwise_fusion", "constant_folding"]
+    assert options.passes == [
+        "identity_removal",
+        "remapping",
+        "elementwise_fusion",
+        "constant_folding",
+    ]
 
 
 def test_iterations_cap_and_size_cap_and_failure_switch() -> None:
@@ -165,7 +174,7 @@ def test_iterations_cap_and_size_cap_and_failure_switch() -> None:
 def test_switches_opweave_lacks_are_accepted_and_ignored() -> None:
     cfg = config(
         layout_optimizer=ow.RewriterConfig.ON,
-        remapping=ow.RewriterConfig.AGGRESSIVE,
+        shape_optimization=ow.RewriterConfig.AGGRESSIVE,
         memory_optimization=ow.RewriterConfig.HEURISTICS,
         auto_mixed_precision=ow.RewriterConfig.ON,
         loop_optimization=ow.RewriterConfig.OFF,
@@ -693,6 +702,238 @@ def test_the_report_follows_the_signature_compiled_last() -> None:
         assert [c.node for c in report(sess).changes("folded")] == ["add_1", "b"]
         sess.run(a)  # cached: nothing compiled, the report stays
         assert [c.node for c in report(sess).changes("folded")] == ["add_1", "b"]
+
+
+# --- fusion (remapping) -----------------------------------------------------------------------
+
+
+def _mlp(dtype: Any, tb: bool = False) -> tuple[ow.Graph, Any, Any, dict[str, Any]]:
+    """x -> relu(x W1 + b1) -> relu6(BiasAdd(h W2, b2)) -> tanh(h W3) -> sigmoid(h W4 + b4)."""
+    rng = np.random.default_rng(7)
+    sizes = [37, 70, 45, 33, 9]
+    with ow.Graph().as_default() as g:
+        x = ow.placeholder(dtype, shape=(None, sizes[0]), name="x")
+        ws = [rng.uniform(-0.4, 0.4, ab).astype(dtype) for ab in itertools.pairwise(sizes)]
+        bs = [rng.uniform(-0.5, 0.5, b).astype(dtype) for b in sizes[1:]]
+        w1 = ow.Variable(ws[0], name="w1")
+        h = ow.nn.relu(ow.matmul(x, w1, name="mm1") + ow.constant(bs[0]), name="act1")
+        h = ow.nn.relu6(ow.nn.bias_add(ow.matmul(h, ws[1], name="mm2"), bs[1]), name="act2")
+        w3 = ow.constant(ws[2].T.copy()) if tb else ow.constant(ws[2])
+        h = ow.tanh(ow.matmul(h, w3, transpose_b=tb, name="mm3"), name="act3")
+        y = ow.sigmoid(ow.add(ow.matmul(h, ws[3], name="mm4"), bs[3], name="add4"), name="act4")
+        init = ow.global_variables_initializer()
+
+    def reference(xv: np.ndarray) -> np.ndarray:
+        v = np.maximum(xv @ ws[0] + bs[0], 0)
+        v = np.clip(v @ ws[1] + bs[1], 0, 6)
+        v = np.tanh(v @ ws[2])
+        return 1 / (1 + np.exp(-(v @ ws[3] + bs[3])))
+
+    return g, init, y, {"x": x, "ref": reference}
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("batch", [1, 3, 16, 61])
+def test_dense_layers_fuse_into_one_node_each_with_the_unfused_bits(dtype: Any, batch: int) -> None:
+    g, init, y, parts = _mlp(dtype, tb=batch == 3)
+    xv = np.random.default_rng(batch).uniform(-1, 1, (batch, 37)).astype(dtype)
+    results = []
+    for cfg in (config(), config(remapping=ow.RewriterConfig.OFF), l0()):
+        with ow.Session(graph=g, config=cfg) as sess:
+            sess.run(init)
+            out, meta = traced(sess, y, {parts["x"]: xv})
+            out2 = sess.run(y, {parts["x"]: xv})  # packed weights, second run
+            np.testing.assert_array_equal(out2, out)
+            results.append(out)
+            stats, nodes = ran(meta), graph_nodes(meta)
+            fused = {n: d["op"] for n, d in nodes.items() if d["op"] == "_FusedMatMul"}
+            if len(results) == 1:
+                assert fused == dict.fromkeys(["act1", "act2", "act3", "act4"], "_FusedMatMul")
+                assert stats["act1"].original_nodes == ["act1", "mm1", "add"]
+                assert stats["act2"].original_nodes == ["act2", "mm2", "BiasAdd"]
+                assert stats["act3"].original_nodes == ["act3", "mm3"]
+                # FLOPs: the MatMul's, plus one per element for the bias and the activation.
+                assert stats["act1"].flops == 2 * batch * 37 * 70 + 2 * batch * 70
+                assert stats["act4"].original_nodes == ["act4", "mm4", "add4"]
+                assert nodes["act2"]["attr"]["fused_ops"] == ["BiasAdd", "Relu6"]
+                assert nodes["act3"]["attr"]["transpose_b"] == (batch == 3)
+                assert not {"mm1", "add", "mm2", "BiasAdd", "mm3", "mm4", "add4"} & set(stats)
+                assert report(sess).passes[4].count("fused") == 4
+            else:
+                assert fused == {}
+                assert {"mm1", "add", "add4"} <= set(stats)
+    fused_out, off, as_written = results
+    # The same operations in the same order per element: the bits of the unfused graph.
+    np.testing.assert_array_equal(fused_out, off)
+    np.testing.assert_array_equal(fused_out, as_written)
+    tol = 2e-5 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(fused_out, parts["ref"](xv.astype(np.float64)), rtol=tol, atol=tol)
+
+
+def test_fused_results_are_the_same_bits_for_one_and_two_threads() -> None:
+    rng = np.random.default_rng(3)
+    w = rng.uniform(-0.1, 0.1, (300, 530)).astype(np.float32)
+    b = rng.uniform(-1, 1, 530).astype(np.float32)
+    with ow.Graph().as_default() as g:
+        x = ow.placeholder(ow.float32, shape=(None, 300))
+        y = ow.nn.relu(ow.matmul(x, w) + b)
+    previous = ow.get_num_threads()
+    try:
+        for batch in (1, 4, 7, 40):
+            xv = rng.uniform(-1, 1, (batch, 300)).astype(np.float32)
+            outs = []
+            for threads in (1, 2):
+                ow.set_num_threads(threads)
+                with ow.Session(graph=g, config=config()) as sess:
+                    outs.append(sess.run(y, {x: xv}))
+                    assert report(sess).passes[4].count("fused") == 1
+            np.testing.assert_array_equal(outs[0], outs[1])
+            np.testing.assert_allclose(outs[0], np.maximum(xv @ w + b, 0), rtol=1e-5, atol=1e-5)
+    finally:
+        ow.set_num_threads(previous)
+
+
+def test_intermediates_that_are_fetched_fed_or_read_elsewhere_are_not_fused() -> None:
+    rng = np.random.default_rng(5)
+    w = rng.uniform(-1, 1, (6, 5))
+    b = rng.uniform(-1, 1, 5)
+    xv = rng.uniform(-1, 1, (4, 6))
+    with ow.Graph().as_default() as g:
+        x = ow.placeholder(ow.float64, shape=(None, 6), name="x")
+        wp = ow.placeholder(ow.float64, shape=(6, 5), name="w")  # not a weight to pack
+        mm = ow.matmul(x, wp, name="mm")
+        pre = ow.nn.bias_add(mm, b, name="pre")
+        y = ow.nn.relu(pre, name="y")
+        other = ow.identity(mm * 2.0, name="other")
+    want_pre = xv @ w + b
+    with ow.Session(graph=g, config=config()) as sess:
+        # Fetched: pre is computed (by itself, fused with mm, which only it reads) and y reads it.
+        (got_pre, got_y), meta = traced(sess, [pre, y], {x: xv, wp: w})
+        nodes = graph_nodes(meta)
+        assert (nodes["pre"]["op"], nodes["y"]["op"]) == ("_FusedMatMul", "Relu")
+        assert ran(meta)["pre"].original_nodes == ["pre", "mm"]
+        np.testing.assert_allclose(got_pre, want_pre, rtol=1e-12)
+        np.testing.assert_array_equal(got_y, np.maximum(got_pre, 0))
+        (got_mm, got_y), meta = traced(sess, [mm, y], {x: xv, wp: w})
+        nodes = graph_nodes(meta)
+        assert [nodes[n]["op"] for n in ("mm", "pre", "y")] == ["MatMul", "BiasAdd", "Relu"]
+        np.testing.assert_array_equal(got_y, np.maximum(got_mm + b, 0))
+        # Fed: y reads the fed value; nothing upstream runs.
+        fed = np.full((4, 5), -1.0)
+        got_y, meta = traced(sess, y, {pre: fed})
+        np.testing.assert_array_equal(got_y, np.zeros((4, 5)))
+        assert "mm" not in ran(meta)
+        # Read elsewhere: mm feeds pre and other, so it is computed once, unfused.
+        (got_y, got_other), meta = traced(sess, [y, other], {x: xv, wp: w})
+        assert {"mm", "pre", "y"} <= set(ran(meta))
+        assert graph_nodes(meta)["y"]["op"] == "Relu"
+        np.testing.assert_allclose(got_other, 2 * (xv @ w), rtol=1e-12)
+        # Alone, the three fuse.
+        got_y, meta = traced(sess, y, {x: xv, wp: w})
+        assert graph_nodes(meta)["y"]["op"] == "_FusedMatMul"
+        assert ran(meta)["y"].original_nodes == ["y", "mm", "pre"]
+        np.testing.assert_allclose(got_y, np.maximum(want_pre, 0), rtol=1e-12)
+
+
+@pytest.mark.parametrize("batch", [1, 2, 50])
+def test_a_variable_updated_between_runs_is_repacked(batch: int) -> None:
+    # The fused kernel keeps the weight packed between runs: a stale copy would be a silent wrong
+    # answer. Assign, assign_add (an in-place update when nothing else holds the buffer) and a
+    # restore-like load must all be seen by the next run.
+    rng = np.random.default_rng(batch)
+    w0 = rng.uniform(-1, 1, (40, 300)).astype(np.float32)
+    xv = rng.uniform(-1, 1, (batch, 40)).astype(np.float32)
+    with ow.Graph().as_default() as g:
+        x = ow.placeholder(ow.float32, shape=(None, 40))
+        w = ow.Variable(w0, name="w")
+        y = ow.nn.relu(ow.matmul(x, w))
+        new = ow.placeholder(ow.float32, shape=(40, 300))
+        assign = ow.assign(w, new)
+        bump = ow.assign_add(w, ow.ones((40, 300)) * 0.25)
+        init = ow.global_variables_initializer()
+
+    def want(wv: np.ndarray) -> np.ndarray:
+        return np.maximum(xv.astype(np.float64) @ wv.astype(np.float64), 0)
+
+    with ow.Session(graph=g, config=config()) as sess:
+        sess.run(init)
+        before = _core.packed_weight_stats()
+        np.testing.assert_allclose(sess.run(y, {x: xv}), want(w0), rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(sess.run(y, {x: xv}), want(w0), rtol=1e-4, atol=1e-4)
+        after = _core.packed_weight_stats()
+        assert after["packs"] - before["packs"] == 1
+        assert after["hits"] - before["hits"] >= 1
+        current = w0
+        for step in range(4):
+            if step % 2 == 0:
+                current = rng.uniform(-1, 1, (40, 300)).astype(np.float32)
+                sess.run(assign, {new: current})
+            else:
+                sess.run(bump)
+                current = current + np.float32(0.25)
+            np.testing.assert_allclose(sess.run(y, {x: xv}), want(current), rtol=1e-4, atol=1e-4)
+            np.testing.assert_allclose(sess.run(y, {x: xv}), want(current), rtol=1e-4, atol=1e-4)
+        w.load(w0, sess)
+        np.testing.assert_allclose(sess.run(y, {x: xv}), want(w0), rtol=1e-4, atol=1e-4)
+
+
+def test_a_variable_that_changes_every_run_is_right_every_run() -> None:
+    # Training: the weight changes on every step; the cache gives up packing it, never the
+    # right answer.
+    rng = np.random.default_rng(11)
+    w0 = rng.uniform(-1, 1, (8, 20))
+    xv = rng.uniform(-1, 1, (16, 8))
+    with ow.Graph().as_default() as g:
+        x = ow.placeholder(ow.float64, shape=(None, 8))
+        w = ow.Variable(w0, name="w")
+        y = ow.nn.relu(ow.matmul(x, w))
+        with ow.control_dependencies([y]):
+            step = ow.assign_add(w, ow.ones((8, 20), dtype=ow.float64) * 0.5)
+        init = ow.global_variables_initializer()
+    with ow.Session(graph=g, config=config()) as sess:
+        sess.run(init)
+        for i in range(6):
+            got, _ = sess.run([y, step], {x: xv})
+            np.testing.assert_allclose(got, np.maximum(xv @ (w0 + 0.5 * i), 0), rtol=1e-12)
+
+
+def test_concurrent_runs_share_the_packed_weights_and_agree() -> None:
+    # One compiled node, one weight cache: threads hitting its first (packing) run and later ones
+    # at once all get the single-threaded answer.
+    g, init, y, parts = _mlp(np.float32)
+    xv = np.random.default_rng(2).uniform(-1, 1, (16, 37)).astype(np.float32)
+    with ow.Session(graph=g, config=config()) as sess:
+        sess.run(init)
+        results: list[np.ndarray] = []
+        lock = threading.Lock()
+
+        def work() -> None:
+            for _ in range(5):
+                out = sess.run(y, {parts["x"]: xv})
+                with lock:
+                    results.append(out)
+
+        threads = [threading.Thread(target=work) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        want = sess.run(y, {parts["x"]: xv})
+    assert len(results) == 20
+    for out in results:
+        np.testing.assert_array_equal(out, want)
+
+
+def test_a_bias_of_the_wrong_length_fails_naming_the_node() -> None:
+    with ow.Graph().as_default() as g:
+        x = ow.placeholder(ow.float32, shape=(2, 3))
+        b = ow.placeholder(ow.float32, shape=(None,))
+        y = ow.nn.relu(ow.nn.bias_add(ow.matmul(x, np.ones((3, 4), np.float32)), b), name="y")
+    with ow.Session(graph=g, config=config()) as sess:
+        with pytest.raises(ow.errors.InvalidArgumentError, match="y"):
+            sess.run(y, {x: np.ones((2, 3), np.float32), b: np.ones(5, np.float32)})
+        ok = sess.run(y, {x: np.ones((2, 3), np.float32), b: np.ones(4, np.float32)})
+        np.testing.assert_array_equal(ok, np.full((2, 4), 4.0, np.float32))
 
 
 # --- the same results with the optimizer on and off ------------------------------------------

@@ -56,12 +56,13 @@ def test_every_executed_op_is_one_complete_slice_with_its_args() -> None:
         assert e["ph"] == "X"
         assert e["ts"] >= 0
         assert e["dur"] >= 0
-        if e["args"]["op"].startswith("_Fused"):
-            # The optimizer fused ops into this node: it names them, itself first.
+        written = g.get_operation_by_name(name).type
+        if e["args"]["op"] != written:
+            # The optimizer fused ops into this node: the slice says so and names them, itself
+            # first (a dense layer's MatMul + bias + Relu is one _FusedMatMul).
+            assert e["args"]["op"] in ("_FusedMatMul", "_FusedElementwise")
             assert e["args"]["original_nodes"][0] == name
             assert len(e["args"]["original_nodes"]) > 1
-        else:
-            assert e["args"]["op"] == g.get_operation_by_name(name).type
         assert e["args"]["device"] == "/device:CPU:0"
     # Each slice is placed on a track that has a name.
     assert {e["tid"] for e in ops.values()} <= set(_thread_names(events))
@@ -75,7 +76,17 @@ def test_op_args_give_input_shapes_output_shape_and_flops() -> None:
         biased = ow.add(mm, ow.constant(np.ones(5)), name="biased")
         flat = ow.reshape(biased, (15,), name="flat")
         total = ow.reduce_sum(flat, name="total")
-    meta = _traced(g, total, {a: np.ones((7, 3)), b: np.ones((5, 7))})
+    feed = {a: np.ones((7, 3)), b: np.ones((5, 7))}
+    # With the optimizer's fusion on, mm and biased run as one node: its slice counts both.
+    fused = _ops(_trace(_traced(g, total, feed)))
+    assert "mm" not in fused
+    assert fused["biased"]["args"]["op"] == "_FusedMatMul"
+    assert fused["biased"]["args"]["flops"] == 2 * 3 * 5 * 7 + 15
+    assert fused["biased"]["args"]["original_nodes"] == ["biased", "mm"]
+    # The nodes as written.
+    unfused = ow.ConfigProto()
+    unfused.graph_options.rewrite_options.remapping = ow.RewriterConfig.OFF
+    meta = _traced(g, total, feed, config=unfused)
     ops = _ops(_trace(meta))
     assert ops["mm"]["args"]["input_shapes"] == [[7, 3], [5, 7]]
     assert ops["mm"]["args"]["output_shape"] == [3, 5]

@@ -2,6 +2,7 @@
 #include <pybind11/pybind11.h>
 
 #include "opweave/buffer_cache.h"
+#include "opweave/kernels/packed_weights.h"
 #include "register.h"
 
 namespace py = pybind11;
@@ -17,6 +18,14 @@ void register_memory(py::module_& m) {
     d["cap_source"] = info.cap_source;
     d["hits"] = info.hits;
     d["misses"] = info.misses;
+    return d;
+  });
+  // Weights packed by fused MatMuls (kernels/packed_weights.h), for tests and diagnostics.
+  m.def("packed_weight_stats", [] {
+    const PackedWeightTotals t = packed_weight_totals();
+    py::dict d;
+    d["packs"] = t.packs;
+    d["hits"] = t.hits;
     return d;
   });
   // No GIL needed for the cache's own lock, but freeing up to the cap can take a while: let

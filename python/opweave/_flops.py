@@ -29,8 +29,25 @@ def op_flops(
     6
     >>> op_flops("Reshape", {}, [(6,)], [(2, 3)]) is None
     True
+    >>> op_flops("_FusedMatMul", {"fused_ops": ["BiasAdd", "Relu"]}, [(4, 3), (3, 5), (5,)],
+    ...          [(4, 5)])
+    160
     """
+    if op == "_FusedMatMul":
+        # The graph optimizer's fused MatMul (no OpDef): the MatMul's count plus one per output
+        # element for each fused op, as the nodes it replaced counted.
+        matmul = op_flops("MatMul", attrs, input_shapes[:2], output_shapes)
+        if matmul is None:
+            return None
+        return matmul + len(attrs.get("fused_ops", ())) * _numel(output_shapes[0])
     definition = REGISTRY.get(op)
     if definition is None or definition.flops is None or not output_shapes:
         return None
     return definition.flops(input_shapes, output_shapes, attrs)
+
+
+def _numel(shape: Sequence[int]) -> int:
+    n = 1
+    for d in shape:
+        n *= int(d)
+    return n

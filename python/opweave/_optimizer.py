@@ -6,8 +6,8 @@ The passes themselves are C++ (``csrc/opweave/optimizer/``); docs/optimizer.md d
 >>> import opweave as ow
 >>> options = core_options(ow.ConfigProto())
 >>> options.passes  # doctest: +NORMALIZE_WHITESPACE
-['pruning', 'common_subexpression', 'constant_folding', 'arithmetic', 'elementwise_fusion',
- 'identity_removal']
+['pruning', 'common_subexpression', 'constant_folding', 'arithmetic', 'remapping',
+ 'elementwise_fusion', 'identity_removal']
 >>> cfg = ow.ConfigProto()
 >>> cfg.graph_options.optimizer_options.opt_level = ow.OptimizerOptions.L0
 >>> core_options(cfg).passes
@@ -29,13 +29,15 @@ _DEFAULT_MAX_CONSTANT_BYTES = 10 * 1024 * 1024
 _DEFAULT_MIN_GRAPH_NODES = 4
 
 # RewriterConfig.optimizers names (TensorFlow's) -> opweave's passes.
-_TF_NAMES = {
-    "pruning": "pruning",
-    "common_subgraph_elimination": "common_subexpression",
-    "constfold": "constant_folding",
-    "arithmetic": "arithmetic",
-    "dependency": "identity_removal",
-    "remap": "elementwise_fusion",
+_TF_NAMES: dict[str, tuple[str, ...]] = {
+    "pruning": ("pruning",),
+    "common_subgraph_elimination": ("common_subexpression",),
+    "constfold": ("constant_folding",),
+    "arithmetic": ("arithmetic",),
+    # TensorFlow's remapper fuses ops into one kernel: opweave's GEMM epilogues, then the
+    # element-wise loops.
+    "remap": ("remapping", "elementwise_fusion"),
+    "dependency": ("identity_removal",),
 }
 
 
@@ -67,7 +69,7 @@ def core_options(config: ConfigProto) -> Any:
     if rewrite.optimizers and meta:
         # TensorFlow runs exactly the named optimizers, in that order; names opweave lacks are
         # skipped (they would not change results).
-        passes = [_TF_NAMES[n] for n in rewrite.optimizers if n in _TF_NAMES]
+        passes = [p for n in rewrite.optimizers if n in _TF_NAMES for p in _TF_NAMES[n]]
         options.arithmetic_with_constants = "constant_folding" in passes
     else:
         enabled = {
@@ -79,6 +81,7 @@ def core_options(config: ConfigProto) -> Any:
                 rewrite.constant_folding, classic.do_constant_folding
             ),
             "arithmetic": grappler(rewrite.arithmetic_optimization),
+            "remapping": grappler(rewrite.remapping),
             "identity_removal": grappler(rewrite.dependency_optimization),
             # TensorFlow's remapper fuses ops into one kernel; opweave's element-wise loops do
             # not change a bit, so they are on by default like TensorFlow's remapper.

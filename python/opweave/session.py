@@ -395,6 +395,7 @@ class Session:
             return fed.get(node) or f"{node}:{index or 0}"
 
         inputs_of = {n["name"]: [tensor_name(i) for i in n["input"]] for n in graph_nodes}
+        attrs_of = {n["name"]: n["attr"] for n in graph_nodes}
         by_device: dict[str, list[NodeExecStats]] = {}
         for node in nodes:
             try:
@@ -406,7 +407,12 @@ class Session:
             if inputs is None:
                 inputs = [] if op is None else [t.name for t in op.inputs]
                 inputs += [] if op is None else [f"^{c.name}" for c in op.control_inputs]
-            attrs = op.attrs if op is not None and op.type == node.op else {}
+            # A node the optimizer rewrote (a fused MatMul) counts by the executed graph's attrs.
+            attrs = (
+                op.attrs
+                if op is not None and op.type == node.op
+                else attrs_of.get(node.node_name, {})
+            )
             by_device.setdefault(node.device, []).append(
                 NodeExecStats(
                     node_name=node.node_name,

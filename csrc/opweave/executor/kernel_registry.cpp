@@ -24,6 +24,7 @@ void register_pool_kernels();
 void register_state_kernels();
 void register_training_kernels();
 void register_fused_elementwise_kernels();  // fused_elementwise.cpp (graph optimizer output)
+void register_fused_kernels();
 
 namespace {
 
@@ -54,6 +55,7 @@ Registry& storage() { return *g_registry; }
   register_state_kernels();
   register_training_kernels();
   register_fused_elementwise_kernels();
+  register_fused_kernels();
   return true;
 }();
 

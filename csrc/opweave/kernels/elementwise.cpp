@@ -296,6 +296,16 @@ void unary_runs(const Tensor& x, const Tensor& out, ThreadPool* pool, unary_math
 
 const unary_math::Table<float>& elementwise_fns::math_table_f32() { return g_math_f32; }
 const unary_math::Table<double>& elementwise_fns::math_table_f64() { return g_math_f64; }
+namespace unary_math {
+template <>
+const Table<float>& selected_table<float>() {
+  return g_math_f32;
+}
+template <>
+const Table<double>& selected_table<double>() {
+  return g_math_f64;
+}
+}  // namespace unary_math
 
 Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b, ThreadPool* pool) {
   const char* name = binary_name(op);

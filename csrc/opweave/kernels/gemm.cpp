@@ -15,9 +15,12 @@
 #include "opweave/kernels/gemm.h"
 
 #include <algorithm>
+#include <array>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <new>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -149,7 +152,8 @@ void pack_b(const StridedMatrix<T>& b, std::int64_t n, std::int64_t j0, std::int
 // C rows are split across threads; each C element is one loop in k order either way.
 template <typename T>
 void small_gemm(std::int64_t m, std::int64_t n, std::int64_t k, const StridedMatrix<T>& a,
-                const StridedMatrix<T>& b, T* c, std::int64_t ldc, ThreadPool* pool) {
+                const StridedMatrix<T>& b, T* c, std::int64_t ldc, ThreadPool* pool,
+                const Epilogue<T>& ep) {
   const double cost_per_row = 2.0 * static_cast<double>(n) * static_cast<double>(k);
   if (n == 1) {
     // Matrix-vector: c[i] = dot(A[i, :], b). Eight partial sums (fixed assignment p % 8, fixed
@@ -174,6 +178,7 @@ void small_gemm(std::int64_t m, std::int64_t n, std::int64_t k, const StridedMat
             c[i * ldc] =
                 ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]));
           }
+          if (!ep.empty()) apply_epilogue(ep, i1 - i0, 1, 0, c + i0 * ldc, ldc);
         },
         cost_per_row);
     return;
@@ -202,6 +207,7 @@ void small_gemm(std::int64_t m, std::int64_t n, std::int64_t k, const StridedMat
             const T* br = bd + p * brs;
             for (std::int64_t j = 0; j < n; ++j) cr[j] += aip * br[j];
           }
+          if (!ep.empty()) apply_epilogue(ep, 1, n, 0, cr, ldc);
         }
       },
       cost_per_row);
@@ -270,22 +276,103 @@ const MicroKernel<double> g_kernel_f64 = select_kernel<double>();
 const MicroKernel<float>& best_kernel_f32() { return g_kernel_f32; }
 const MicroKernel<double>& best_kernel_f64() { return g_kernel_f64; }
 
+// -- PackedB: B packed once ----------------------------------------------------------------------
+
+namespace {
+
+// The blocking packed_gemm (and PackedB) uses for k and n: balanced K blocks (K = 256 with KC =
+// 192 runs as 2 x 128 rather than 192 + 64: a short block pays the C-tile load/store for little
+// work) and NC blocks of whole micro-panels. Depends only on k, n and the kernel, never on threads.
+struct Blocking {
+  std::int64_t kc_max, nc_max;
+};
+
+template <typename T>
+Blocking blocking(const MicroKernel<T>& uk, std::int64_t n, std::int64_t k) {
+  const std::int64_t k_blocks = (k + uk.kc - 1) / uk.kc;
+  const std::int64_t n_blocks = (n + uk.nc - 1) / uk.nc;
+  return {(k + k_blocks - 1) / k_blocks,
+          ((n + n_blocks - 1) / n_blocks + uk.nr - 1) / uk.nr * uk.nr};
+}
+
+}  // namespace
+
+template <typename T>
+PackedB<T>::PackedB(std::int64_t k, std::int64_t n, StridedMatrix<T> b, ThreadPool* pool)
+    : PackedB(best_kernel<T>(), k, n, b, pool) {}
+
+template <typename T>
+PackedB<T>::PackedB(const MicroKernel<T>& uk, std::int64_t k, std::int64_t n, StridedMatrix<T> b,
+                    ThreadPool* pool)
+    : k_(k), n_(n), kc_(uk.kc), nc_(uk.nc) {
+  const Blocking bl = blocking(uk, std::max<std::int64_t>(n, 1), std::max<std::int64_t>(k, 1));
+  nc_max_ = bl.nc_max;
+  nr_ = uk.nr;
+  const std::int64_t width = (n + nr_ - 1) / nr_ * nr_;  // every block's padded columns
+  bytes_ = sizeof(T) * static_cast<std::size_t>(std::max<std::int64_t>(1, width * k));
+  data_ = static_cast<T*>(allocate_buffer(bytes_));
+  if (data_ == nullptr) {
+    throw OpError(ErrorCode::kResourceExhausted,
+                  "matmul: cannot allocate " + std::to_string(bytes_) + " bytes of packed weights");
+  }
+  // One task per (NC block, KC block, micro-panel): copies only, any split gives the same bytes.
+  std::vector<std::array<std::int64_t, 3>> blocks;  // jc, pc, kc
+  for (std::int64_t jc = 0; jc < n; jc += nc_max_) {
+    for (std::int64_t pc = 0; pc < k; pc += bl.kc_max) {
+      blocks.push_back({jc, pc, std::min(bl.kc_max, k - pc)});
+    }
+  }
+  const std::int64_t panels_per_block = (nc_max_ + nr_ - 1) / nr_;
+  parallel_for(
+      pool, 0, static_cast<std::int64_t>(blocks.size()) * panels_per_block, 1,
+      [&](std::int64_t e0, std::int64_t e1) {
+        for (std::int64_t e = e0; e < e1; ++e) {
+          const auto& [jc, pc, kc] = blocks[static_cast<std::size_t>(e / panels_per_block)];
+          const std::int64_t jp = e % panels_per_block;
+          const std::int64_t nc = std::min(nc_max_, n - jc);
+          if (jp * nr_ >= nc) continue;
+          pack_b(b, n, jc, pc, kc, static_cast<int>(nr_), jp, jp + 1,
+                 data_ + jc * k_ + pc * padded_width(jc));
+        }
+      },
+      static_cast<double>(bl.kc_max * nr_));
+}
+
+template <typename T>
+PackedB<T>::~PackedB() {
+  release_buffer(data_, bytes_);
+}
+
+template <typename T>
+std::int64_t PackedB<T>::padded_width(std::int64_t jc) const noexcept {
+  const std::int64_t nc = std::min(nc_max_, n_ - jc);
+  return (nc + nr_ - 1) / nr_ * nr_;
+}
+
+template <typename T>
+bool PackedB<T>::fits(const MicroKernel<T>& uk) const noexcept {
+  return uk.kc == kc_ && uk.nc == nc_ && uk.nr == nr_;
+}
+
+template class PackedB<float>;
+template class PackedB<double>;
+
+// -- the packed path
+// -------------------------------------------------------------------------------
+
 template <typename T>
 void packed_gemm(const MicroKernel<T>& uk, std::int64_t m, std::int64_t n, std::int64_t k,
                  const StridedMatrix<T>& a, const StridedMatrix<T>& b, T* c, std::int64_t ldc,
-                 ThreadPool* pool) {
+                 ThreadPool* pool, const Epilogue<T>& ep, const PackedB<T>* packed) {
   const int mr = uk.mr, nr = uk.nr;
-  // Balanced blocks: K = 256 with KC = 192 runs as 2 x 128 rather than 192 + 64 (a short block
-  // pays the C-tile load/store for little work). Depends only on k and n, never on threads.
-  const std::int64_t k_blocks = (k + uk.kc - 1) / uk.kc;
-  const std::int64_t kc_max = (k + k_blocks - 1) / k_blocks;
-  const std::int64_t n_blocks = (n + uk.nc - 1) / uk.nc;
-  const std::int64_t nc_max = ((n + n_blocks - 1) / n_blocks + nr - 1) / nr * nr;
+  const Blocking bl = blocking(uk, n, k);
+  const std::int64_t kc_max = bl.kc_max, nc_max = bl.nc_max;
+  // A PackedB is laid out for the selected kernel; tests run other kernels on the same shapes.
+  if (packed != nullptr && !packed->fits(uk)) packed = nullptr;
   // The B panel is per call (not thread-local): while this thread waits in parallel_for it may
   // help run another op's matmul, which must not overwrite our panel.
   AlignedBuffer bbuf;
-  bbuf.reserve(sizeof(T) * static_cast<std::size_t>(kc_max * nc_max));
-  T* bpack = bbuf.as<T>();
+  if (packed == nullptr) bbuf.reserve(sizeof(T) * static_cast<std::size_t>(kc_max * nc_max));
   const std::int64_t m_panels = (m + mr - 1) / mr;
   const std::int64_t mc_panels = std::max<std::int64_t>(1, uk.mc / mr);
   const int threads = pool ? pool->num_workers() + 1 : 1;
@@ -298,6 +385,11 @@ void packed_gemm(const MicroKernel<T>& uk, std::int64_t m, std::int64_t n, std::
   const std::int64_t per_thread = (m_panels + threads * mc_panels - 1) / (threads * mc_panels);
   const std::int64_t blocks = std::max<std::int64_t>(1, std::min(m_panels, threads * per_thread));
   const bool direct_a = use_direct_a(uk, a, n, sizeof(T));
+  // Rows that do not fill a micro-panel (m = 16: 12 + 4) go to the few-rows kernel, which reads
+  // the same packed B panels and computes the same FMA chains, instead of a zero-padded tile
+  // (a third of the FMAs wasted at m = 16).
+  const bool gemv_rows = uk.fn_gemv != nullptr;
+  const bool has_ep = !ep.empty();
   // 2 x k_blocks x n_blocks parallel phases follow each other (8 for n = 1024 float32): keep the
   // pool's threads awake between them (thread_pool.h). A worker that finished its rows of one
   // phase used to park while the caller finished its own (> 50 us), and the next phase started
@@ -307,39 +399,60 @@ void packed_gemm(const MicroKernel<T>& uk, std::int64_t m, std::int64_t n, std::
   for (std::int64_t jc = 0; jc < n; jc += nc_max) {
     const std::int64_t nc = std::min(nc_max, n - jc);
     const std::int64_t n_panels = (nc + nr - 1) / nr;
+    // Few row panels for the threads (a batch of 16 is 2 panels, one of them 4 rows): the columns
+    // are split too, into tiles of (row block, run of micro-panels) ordered column run first, so
+    // halving the tile range halves the columns and every thread gets all row blocks' share.
+    const std::int64_t n_chunks =
+        threads == 1 || m_panels >= 4 * threads
+            ? 1
+            : std::min<std::int64_t>(n_panels, (4 * threads + m_panels - 1) / m_panels);
+    const std::int64_t tiles = blocks * n_chunks;
     for (std::int64_t pc = 0; pc < k; pc += kc_max) {
       const std::int64_t kc = std::min(kc_max, k - pc);
       const bool accumulate = pc > 0;
+      const bool last_k = pc + kc >= k;
+      const T* bpack = packed != nullptr ? packed->block(jc, pc) : bbuf.as<T>();
+      if (packed == nullptr) {
+        T* dst = bbuf.as<T>();
+        parallel_for(
+            pool, 0, n_panels, std::max<std::int64_t>(1, n_panels / (2 * threads)),
+            [&](std::int64_t jp0, std::int64_t jp1) {
+              pack_b(b, n, jc, pc, kc, nr, jp0, jp1, dst);
+            },
+            static_cast<double>(kc * nr));
+      }
       parallel_for(
-          pool, 0, n_panels, std::max<std::int64_t>(1, n_panels / (2 * threads)),
-          [&](std::int64_t jp0, std::int64_t jp1) {
-            pack_b(b, n, jc, pc, kc, nr, jp0, jp1, bpack);
-          },
-          static_cast<double>(kc * nr));
-      parallel_for(
-          pool, 0, blocks, 1,
-          [&](std::int64_t q0, std::int64_t q1) {
+          pool, 0, tiles, 1,
+          [&](std::int64_t t0, std::int64_t t1) {
             AlignedBuffer& abuf = thread_a_buffer();
             abuf.reserve(sizeof(T) * static_cast<std::size_t>(mc_panels * mr * kc_max));
             T* apack = abuf.as<T>();
             alignas(64) T tile[16 * 64];  // >= MR x NR of every kernel
-            for (std::int64_t q = q0; q < q1; ++q) {
+            for (std::int64_t t = t0; t < t1; ++t) {
+              const std::int64_t q = t % blocks, ch = t / blocks;
               const std::int64_t blk = q * m_panels / blocks;
               const std::int64_t i0 = blk * mr;
               const std::int64_t mc = ((q + 1) * m_panels / blocks - blk) * mr;
+              const std::int64_t valid = std::min(mc, m - i0);
+              const std::int64_t full = valid / mr * mr;  // rows in whole micro-panels
+              const std::int64_t ragged = valid - full;
+              const std::int64_t jr0 = ch * n_panels / n_chunks * nr;
+              const std::int64_t jr1 = std::min(nc, (ch + 1) * n_panels / n_chunks * nr);
               if (direct_a) {
-                // Only the ragged last micro-panel (rows past m) needs a zero-padded copy.
-                const std::int64_t full = std::min(mc, m - i0) / mr * mr;
-                if (full < mc) pack_a(a, m, i0 + full, mc - full, pc, kc, mr, apack + full * kc);
+                // Only the ragged last micro-panel (rows past m) needs a zero-padded copy, and
+                // not even that when the few-rows kernel reads it.
+                if (full < mc && !gemv_rows) {
+                  pack_a(a, m, i0 + full, mc - full, pc, kc, mr, apack + full * kc);
+                }
               } else {
                 pack_a(a, m, i0, mc, pc, kc, mr, apack);
               }
-              for (std::int64_t jr = 0; jr < nc; jr += nr) {
+              for (std::int64_t jr = jr0; jr < jr1; jr += nr) {
                 const T* bp = bpack + jr * kc;
                 const std::int64_t cols = std::min<std::int64_t>(nr, nc - jr);
-                for (std::int64_t ir = 0; ir < mc; ir += mr) {
-                  const std::int64_t rows = std::min<std::int64_t>(mr, m - (i0 + ir));
-                  if (rows <= 0) break;
+                const std::int64_t end = gemv_rows ? full : valid;
+                for (std::int64_t ir = 0; ir < end; ir += mr) {
+                  const std::int64_t rows = std::min<std::int64_t>(mr, valid - ir);
                   T* ct = c + (i0 + ir) * ldc + jc + jr;
                   const T* ap = apack + ir * kc;
                   const T* ar = a.data + (i0 + ir) * a.rs + pc;  // unpacked rows (direct_a)
@@ -363,11 +476,21 @@ void packed_gemm(const MicroKernel<T>& uk, std::int64_t m, std::int64_t n, std::
                       }
                     }
                   }
+                  // The tile is final after the last K block and still in L1: the epilogue now.
+                  if (has_ep && last_k) apply_epilogue(ep, rows, cols, jc + jr, ct, ldc);
                 }
+              }
+              if (gemv_rows && ragged > 0 && jr1 > jr0) {
+                const T* a_rows = direct_a ? a.data + (i0 + full) * a.rs + pc : apack + full * kc;
+                const std::int64_t ars = direct_a ? a.rs : 1, aks = direct_a ? 1 : mr;
+                T* ct = c + (i0 + full) * ldc + jc + jr0;
+                uk.fn_gemv(static_cast<int>(ragged), jr1 - jr0, kc, a_rows, ars, aks,
+                           bpack + jr0 * kc, nr, kc * nr, ct, ldc, accumulate);
+                if (has_ep && last_k) apply_epilogue(ep, ragged, jr1 - jr0, jc + jr0, ct, ldc);
               }
             }
           },
-          static_cast<double>(m_panels / blocks * mr) * static_cast<double>(nc) *
+          static_cast<double>(m_panels / blocks * mr) * static_cast<double>(nc / n_chunks + 1) *
               static_cast<double>(kc) / 8.0);
     }
   }
@@ -375,10 +498,80 @@ void packed_gemm(const MicroKernel<T>& uk, std::int64_t m, std::int64_t n, std::
 
 template void packed_gemm<float>(const MicroKernel<float>&, std::int64_t, std::int64_t,
                                  std::int64_t, const StridedMatrix<float>&,
-                                 const StridedMatrix<float>&, float*, std::int64_t, ThreadPool*);
+                                 const StridedMatrix<float>&, float*, std::int64_t, ThreadPool*,
+                                 const Epilogue<float>&, const PackedB<float>*);
 template void packed_gemm<double>(const MicroKernel<double>&, std::int64_t, std::int64_t,
                                   std::int64_t, const StridedMatrix<double>&,
-                                  const StridedMatrix<double>&, double*, std::int64_t, ThreadPool*);
+                                  const StridedMatrix<double>&, double*, std::int64_t, ThreadPool*,
+                                  const Epilogue<double>&, const PackedB<double>*);
+
+// -- the few-rows (GEMV-style) path
+// ----------------------------------------------------------------
+
+// C = A * B for m < MR: the columns are cut into chunks of whole micro-panels (split across
+// threads), and each chunk runs every K block in order with its C block in registers
+// (fn_gemv), so each B element is read once per call: a batch of one streams the weights once.
+// B is read in place when its rows are contiguous, else from `packed` (packed now if not given).
+// Same K blocks and FMA chains as packed_gemm: the same bits.
+template <typename T>
+void gemv_gemm(const MicroKernel<T>& uk, std::int64_t m, std::int64_t n, std::int64_t k,
+               const StridedMatrix<T>& a, const StridedMatrix<T>& b, T* c, std::int64_t ldc,
+               ThreadPool* pool, const Epilogue<T>& ep, const PackedB<T>* packed) {
+  const int nr = uk.nr;
+  const Blocking bl = blocking(uk, n, k);
+  const std::int64_t kc_max = bl.kc_max, nc_max = bl.nc_max;
+  if (packed != nullptr && !packed->fits(uk)) packed = nullptr;
+  std::unique_ptr<PackedB<T>> own;
+  if (packed == nullptr && b.cs != 1) {
+    // Columns of B are not contiguous (a transposed weight): pack it once for this call.
+    own = std::make_unique<PackedB<T>>(uk, k, n, b, pool);
+    packed = own.get();
+  }
+  // Chunks of 4 micro-panels (128 float32 columns with AVX-512): a few chunks per layer to share
+  // between threads, each long enough to amortise the call. Packed B is read block by NC block, so
+  // a chunk never straddles one (nc_max is a multiple of NR).
+  const std::int64_t chunk = 4 * static_cast<std::int64_t>(nr);
+  const std::int64_t span = packed != nullptr ? nc_max : (n + chunk - 1) / chunk * chunk;
+  const std::int64_t per_span = (span + chunk - 1) / chunk;
+  const std::int64_t spans = (n + span - 1) / span;
+  const double cost =
+      static_cast<double>(chunk) * static_cast<double>(k) * (static_cast<double>(m) / 16.0 + 0.5);
+  ThreadPool::KeepAwake awake(pool);
+  parallel_for(
+      pool, 0, spans * per_span, 1,
+      [&](std::int64_t e0, std::int64_t e1) {
+        for (std::int64_t e = e0; e < e1; ++e) {
+          const std::int64_t jc = e / per_span * span;
+          const std::int64_t j = jc + e % per_span * chunk;
+          const std::int64_t cols = std::min({chunk, n - j, jc + span - j});
+          if (cols <= 0) continue;
+          T* cj = c + j;
+          for (std::int64_t pc = 0; pc < k; pc += kc_max) {
+            const std::int64_t kc = std::min(kc_max, k - pc);
+            const T* ap = a.data + pc * a.cs;
+            if (packed != nullptr) {
+              const T* bp = packed->block(jc, pc) + (j - jc) * kc;  // panel (j - jc) / NR
+              uk.fn_gemv(static_cast<int>(m), cols, kc, ap, a.rs, a.cs, bp, nr, kc * nr, cj, ldc,
+                         pc > 0);
+            } else {
+              uk.fn_gemv(static_cast<int>(m), cols, kc, ap, a.rs, a.cs, b.data + pc * b.rs + j,
+                         b.rs, nr, cj, ldc, pc > 0);
+            }
+          }
+          if (!ep.empty()) apply_epilogue(ep, m, cols, j, cj, ldc);
+        }
+      },
+      cost);
+}
+
+template void gemv_gemm<float>(const MicroKernel<float>&, std::int64_t, std::int64_t, std::int64_t,
+                               const StridedMatrix<float>&, const StridedMatrix<float>&, float*,
+                               std::int64_t, ThreadPool*, const Epilogue<float>&,
+                               const PackedB<float>*);
+template void gemv_gemm<double>(const MicroKernel<double>&, std::int64_t, std::int64_t,
+                                std::int64_t, const StridedMatrix<double>&,
+                                const StridedMatrix<double>&, double*, std::int64_t, ThreadPool*,
+                                const Epilogue<double>&, const PackedB<double>*);
 
 const char* gemm_isa(bool float64) {
   return float64 ? best_kernel_f64().isa : best_kernel_f32().isa;
@@ -392,23 +585,32 @@ bool gemm_is_small(std::int64_t m, std::int64_t n, std::int64_t k) {
 
 template <typename T>
 void gemm(std::int64_t m, std::int64_t n, std::int64_t k, StridedMatrix<T> a, StridedMatrix<T> b,
-          T* c, std::int64_t ldc, ThreadPool* pool) {
+          T* c, std::int64_t ldc, ThreadPool* pool, const Epilogue<T>& ep,
+          const PackedB<T>* packed) {
   if (m == 0 || n == 0) return;
   if (k == 0) {
     for (std::int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, T(0));
+    if (!ep.empty()) apply_epilogue(ep, m, n, 0, c, ldc);
     return;
   }
-  if (gemm_is_small(m, n, k)) {
-    small_gemm(m, n, k, a, b, c, ldc, pool);
+  const MicroKernel<T>& uk = best_kernel<T>();
+  if (n <= 2 || k <= 2) {
+    small_gemm(m, n, k, a, b, c, ldc, pool, ep);
+  } else if (m < uk.mr && uk.fn_gemv != nullptr) {
+    gemv_gemm(uk, m, n, k, a, b, c, ldc, pool, ep, packed);
+  } else if (gemm_is_small(m, n, k)) {
+    small_gemm(m, n, k, a, b, c, ldc, pool, ep);
   } else {
-    packed_gemm(best_kernel<T>(), m, n, k, a, b, c, ldc, pool);
+    packed_gemm(uk, m, n, k, a, b, c, ldc, pool, ep, packed);
   }
 }
 
 template void gemm<float>(std::int64_t, std::int64_t, std::int64_t, StridedMatrix<float>,
-                          StridedMatrix<float>, float*, std::int64_t, ThreadPool*);
+                          StridedMatrix<float>, float*, std::int64_t, ThreadPool*,
+                          const Epilogue<float>&, const PackedB<float>*);
 template void gemm<double>(std::int64_t, std::int64_t, std::int64_t, StridedMatrix<double>,
-                           StridedMatrix<double>, double*, std::int64_t, ThreadPool*);
+                           StridedMatrix<double>, double*, std::int64_t, ThreadPool*,
+                           const Epilogue<double>&, const PackedB<double>*);
 
 // -- gemm_sourced: operands read block by block (convolutions) -----------------------------------
 
@@ -521,12 +723,14 @@ constexpr std::size_t kBGroupBytes = std::size_t{1} << 20;
 template <typename T>
 void gemm_sourced(std::int64_t m, std::int64_t n, std::int64_t k, const BlockSource<T>& a,
                   const BlockSource<T>& b, T* c, std::int64_t ldc, ThreadPool* pool,
-                  std::int64_t k_unit) {
+                  std::int64_t k_unit, const Epilogue<T>& ep) {
   if (m <= 0 || n <= 0) return;
   if (k <= 0) {
     for (std::int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, T(0));
+    if (!ep.empty()) apply_epilogue(ep, m, n, 0, c, ldc);
     return;
   }
+  const bool has_ep = !ep.empty();
   const MicroKernel<T>& uk = best_kernel<T>();
   const int mr = uk.mr, nr = uk.nr;
   // K blocks: balanced in units of k_unit (block q covers units [q * units / k_blocks, ...)).
@@ -635,6 +839,10 @@ void gemm_sourced(std::int64_t m, std::int64_t n, std::int64_t k, const BlockSou
                         }
                       }
                     }
+                    // The micro-tile is final after the last K block and still in L1.
+                    if (has_ep && q == k_blocks - 1) {
+                      apply_epilogue(ep, rows, cols, jc + jp * nr, ct, ldc);
+                    }
                   }
                 }
               }
@@ -648,9 +856,10 @@ void gemm_sourced(std::int64_t m, std::int64_t n, std::int64_t k, const BlockSou
 
 template void gemm_sourced<float>(std::int64_t, std::int64_t, std::int64_t,
                                   const BlockSource<float>&, const BlockSource<float>&, float*,
-                                  std::int64_t, ThreadPool*, std::int64_t);
+                                  std::int64_t, ThreadPool*, std::int64_t, const Epilogue<float>&);
 template void gemm_sourced<double>(std::int64_t, std::int64_t, std::int64_t,
                                    const BlockSource<double>&, const BlockSource<double>&, double*,
-                                   std::int64_t, ThreadPool*, std::int64_t);
+                                   std::int64_t, ThreadPool*, std::int64_t,
+                                   const Epilogue<double>&);
 
 }  // namespace opweave::gemm_detail

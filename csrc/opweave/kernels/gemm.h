@@ -2,6 +2,7 @@
 // matmul() (matmul.cpp) handles shapes, transposes and batching on top of it.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "opweave/thread_pool.h"
@@ -16,20 +17,83 @@ struct StridedMatrix {
   std::int64_t cs;
 };
 
-// C[m x n] (row stride ldc) = A[m x k] * B[k x n]. Threads split rows of C only (never k), so the
-// result is bit-identical for any pool, including null. Which path runs (small, packed) depends
-// only on m, n, k and the strides.
+// What a fused GEMM applies to each element of C once its whole K sum is done, in this order:
+// + bias[j] (the column's), then the activation, with the element-wise ops' own formulas (the same
+// operations in the same order, so a fused MatMul + BiasAdd + Relu gives the unfused bits).
+enum class Activation { kNone, kRelu, kRelu6, kElu, kLeakyRelu, kSigmoid, kTanh };
+
+template <typename T>
+struct Epilogue {
+  const T* bias = nullptr;  // n values (C's columns), or null
+  Activation activation = Activation::kNone;
+  T alpha = T(0);  // LeakyRelu's slope
+  bool empty() const noexcept { return bias == nullptr && activation == Activation::kNone; }
+};
+
+// Applies `ep` to a rows x cols block of C at c (row stride ldc) whose first column is column j0
+// of C. gemm_epilogue.cpp.
+template <typename T>
+void apply_epilogue(const Epilogue<T>& ep, std::int64_t rows, std::int64_t cols, std::int64_t j0,
+                    T* c, std::int64_t ldc);
+
+// B packed once into the NR-column micro-panels gemm() reads, for every (NC, KC) block of the
+// kernel this CPU selected: a weight packed when a compiled signature first runs, then read by
+// every later run (gemm() then skips its per-call packing; the bits are the same). Immutable once
+// built, so runs may share it.
+template <typename T>
+struct MicroKernel;
+
+template <typename T>
+class PackedB {
+ public:
+  // For the kernel gemm() selects on this CPU, or an explicit one (tests).
+  PackedB(std::int64_t k, std::int64_t n, StridedMatrix<T> b, ThreadPool* pool);
+  PackedB(const MicroKernel<T>& kernel, std::int64_t k, std::int64_t n, StridedMatrix<T> b,
+          ThreadPool* pool);
+  ~PackedB();
+  PackedB(const PackedB&) = delete;
+  PackedB& operator=(const PackedB&) = delete;
+
+  std::int64_t k() const noexcept { return k_; }
+  std::int64_t n() const noexcept { return n_; }
+  std::size_t bytes() const noexcept { return bytes_; }
+  // Laid out for this kernel's blocking (else the GEMM packs B itself).
+  bool fits(const MicroKernel<T>& kernel) const noexcept;
+  // The panels of the block at columns [jc, jc + NC) and rows [pc, pc + KC) (both block starts):
+  // micro-panel q (columns jc + q * NR ...) at block + q * NR * kc, value (p, j) at [p * NR + j].
+  const T* block(std::int64_t jc, std::int64_t pc) const noexcept {
+    return data_ + jc * k_ + pc * padded_width(jc);
+  }
+
+ private:
+  std::int64_t padded_width(std::int64_t jc) const noexcept;
+  std::int64_t k_, n_, kc_, nc_, nc_max_ = 0, nr_ = 0;
+  T* data_ = nullptr;
+  std::size_t bytes_ = 0;
+};
+
+// C[m x n] (row stride ldc) = A[m x k] * B[k x n], then `ep` on each element. Threads split rows
+// or columns of C, never k, so the result is bit-identical for any pool, including null. Which path
+// runs depends only on m, n, k and the strides: small products unpacked; fewer rows than the
+// micro-kernel's MR (a batch of 1 or a few) on the GEMV-style kernel, which streams B once (in
+// place, or from `packed`); the rest packed (from `packed` when given). The GEMV kernel and the
+// packed path compute each element as the same FMA chain over the same K blocks, so they give the
+// same bits. `packed`, when given, must hold this b (the caller's promise).
 template <typename T>
 void gemm(std::int64_t m, std::int64_t n, std::int64_t k, StridedMatrix<T> a, StridedMatrix<T> b,
-          T* c, std::int64_t ldc, ThreadPool* pool);
+          T* c, std::int64_t ldc, ThreadPool* pool, const Epilogue<T>& ep = {},
+          const PackedB<T>* packed = nullptr);
 
 // The packed path with an explicit micro-kernel (tests check every kernel the CPU can run).
 template <typename T>
-struct MicroKernel;
-template <typename T>
 void packed_gemm(const MicroKernel<T>& kernel, std::int64_t m, std::int64_t n, std::int64_t k,
                  const StridedMatrix<T>& a, const StridedMatrix<T>& b, T* c, std::int64_t ldc,
-                 ThreadPool* pool);
+                 ThreadPool* pool, const Epilogue<T>& ep = {}, const PackedB<T>* packed = nullptr);
+// The few-rows path (m < kernel.mr, and the kernel has fn_gemv) with an explicit micro-kernel.
+template <typename T>
+void gemv_gemm(const MicroKernel<T>& kernel, std::int64_t m, std::int64_t n, std::int64_t k,
+               const StridedMatrix<T>& a, const StridedMatrix<T>& b, T* c, std::int64_t ldc,
+               ThreadPool* pool, const Epilogue<T>& ep = {}, const PackedB<T>* packed = nullptr);
 
 // An operand that gemm_sourced() reads block by block, straight into its packing buffers, instead
 // of from a strided view of memory: the image-patch matrix of a convolution exists only as the
@@ -100,10 +164,11 @@ class TransposedSource final : public BlockSource<T> {
 // blocks added in order: bit-identical for any pool. k_unit: when at most the kernel's KC, the K
 // blocks start at multiples of it (a convolution's channel count, so a block copies whole runs of
 // channels). The blocking depends only on m, n, k and k_unit.
+// `ep` is applied to each tile of C after its last K block, while the tile is in cache.
 template <typename T>
 void gemm_sourced(std::int64_t m, std::int64_t n, std::int64_t k, const BlockSource<T>& a,
                   const BlockSource<T>& b, T* c, std::int64_t ldc, ThreadPool* pool,
-                  std::int64_t k_unit = 1);
+                  std::int64_t k_unit = 1, const Epilogue<T>& ep = {});
 
 // True when gemm() takes the unpacked path (also used to pick how batches are parallelised).
 bool gemm_is_small(std::int64_t m, std::int64_t n, std::int64_t k);

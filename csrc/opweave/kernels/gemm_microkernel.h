@@ -24,6 +24,14 @@ template <typename T>
 using MicroKernelRowsFn = void (*)(std::int64_t kc, const T* a, std::int64_t lda, const T* b, T* c,
                                    std::int64_t ldc, bool accumulate);
 
+// Fewer rows than MR (0 < m < MR): C[m x cols] (+)= A[m x kc] * B[kc x cols] with A's (i, p) at
+// a[i * ars + p * aks] and B's (p, j) at b[(j / NR) * bps + p * brs + j % NR] (row-major B in
+// place, or packed micro-panels). Same FMA chains as fn: see gemm_gemv.h.
+template <typename T>
+using MicroKernelGemvFn = void (*)(int m, std::int64_t cols, std::int64_t kc, const T* a,
+                                   std::int64_t ars, std::int64_t aks, const T* b, std::int64_t brs,
+                                   std::int64_t bps, T* c, std::int64_t ldc, bool accumulate);
+
 template <typename T>
 struct MicroKernel {
   int mr;  // rows of the register tile
@@ -34,6 +42,7 @@ struct MicroKernel {
   MicroKernelFn<T> fn;
   const char* isa;
   MicroKernelRowsFn<T> fn_rows = nullptr;  // optional
+  MicroKernelGemvFn<T> fn_gemv = nullptr;  // optional
 };
 
 MicroKernel<float> portable_kernel_f32();

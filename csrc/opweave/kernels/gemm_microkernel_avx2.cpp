@@ -7,6 +7,7 @@
 #if defined(OPWEAVE_X86_64)
 #include <immintrin.h>
 
+#include "opweave/kernels/gemm_gemv.h"
 #include "opweave/kernels/gemm_microkernel.h"
 
 namespace opweave::gemm_detail {
@@ -108,15 +109,67 @@ void kernel_f64_6x8(std::int64_t kc, const double* a, const double* b, double* c
   store(c + 5 * ldc, c50, c51);
 }
 
+// SIMD traits for the few-rows kernel (gemm_gemv.h); masks are lane-index compares.
+struct SimdF32 {
+  using T = float;
+  using V = __m256;
+  using Mask = __m256i;
+  static constexpr int kLanes = 8;
+  static constexpr int kMaxRows = 5;  // MR = 6
+  static V zero() { return _mm256_setzero_ps(); }
+  static V set1(T x) { return _mm256_set1_ps(x); }
+  static V load(const T* p) { return _mm256_loadu_ps(p); }
+  static V load(const T* p, Mask m) { return _mm256_maskload_ps(p, m); }
+  static void store(T* p, V v) { _mm256_storeu_ps(p, v); }
+  static void store(T* p, V v, Mask m) { _mm256_maskstore_ps(p, m, v); }
+  static V fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
+  static V add(V a, V b) { return _mm256_add_ps(a, b); }
+  static Mask mask(int lanes) {
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(lanes), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  }
+};
+
+struct SimdF64 {
+  using T = double;
+  using V = __m256d;
+  using Mask = __m256i;
+  static constexpr int kLanes = 4;
+  static constexpr int kMaxRows = 5;
+  static V zero() { return _mm256_setzero_pd(); }
+  static V set1(T x) { return _mm256_set1_pd(x); }
+  static V load(const T* p) { return _mm256_loadu_pd(p); }
+  static V load(const T* p, Mask m) { return _mm256_maskload_pd(p, m); }
+  static void store(T* p, V v) { _mm256_storeu_pd(p, v); }
+  static void store(T* p, V v, Mask m) { _mm256_maskstore_pd(p, m, v); }
+  static V fma(V a, V b, V c) { return _mm256_fmadd_pd(a, b, c); }
+  static V add(V a, V b) { return _mm256_add_pd(a, b); }
+  static Mask mask(int lanes) {
+    return _mm256_cmpgt_epi64(_mm256_set1_epi64x(lanes), _mm256_setr_epi64x(0, 1, 2, 3));
+  }
+};
+
+void gemv_f32(int m, std::int64_t cols, std::int64_t kc, const float* a, std::int64_t ars,
+              std::int64_t aks, const float* b, std::int64_t brs, std::int64_t bps, float* c,
+              std::int64_t ldc, bool accumulate) {
+  gemv::dispatch<SimdF32, 16>(m, cols, kc, a, ars, aks, b, brs, bps, c, ldc, accumulate);
+}
+void gemv_f64(int m, std::int64_t cols, std::int64_t kc, const double* a, std::int64_t ars,
+              std::int64_t aks, const double* b, std::int64_t brs, std::int64_t bps, double* c,
+              std::int64_t ldc, bool accumulate) {
+  gemv::dispatch<SimdF64, 16>(m, cols, kc, a, ars, aks, b, brs, bps, c, ldc, accumulate);
+}
+
 }  // namespace
 
 // KC=256: a 256 x 16 float B micro-panel is 16 KiB, a third of the 48 KiB L1d. MC=144 floats x
 // 256 = 144 KiB of packed A stays in L2. NC=4080 (a multiple of 16 and of 6*... near 4K) bounds the
 // B panel at 4 MiB, kept in L3.
 MicroKernel<float> avx2_kernel_f32() {
-  return {6, 16, 256, 144, 4080, &kernel_f32_6x16, "avx2+fma"};
+  return {6, 16, 256, 144, 4080, &kernel_f32_6x16, "avx2+fma", nullptr, &gemv_f32};
 }
-MicroKernel<double> avx2_kernel_f64() { return {6, 8, 256, 72, 4080, &kernel_f64_6x8, "avx2+fma"}; }
+MicroKernel<double> avx2_kernel_f64() {
+  return {6, 8, 256, 72, 4080, &kernel_f64_6x8, "avx2+fma", nullptr, &gemv_f64};
+}
 
 }  // namespace opweave::gemm_detail
 

@@ -12,6 +12,7 @@
 
 #include <cstddef>
 
+#include "opweave/kernels/gemm_gemv.h"
 #include "opweave/kernels/gemm_microkernel.h"
 
 namespace opweave::gemm_detail {
@@ -138,6 +139,52 @@ void rows_f64(std::int64_t kc, const double* a, std::int64_t lda, const double* 
   kernel_f64_12x16<true>(kc, a, lda, b, c, ldc, accumulate);
 }
 
+// SIMD traits for the few-rows kernel (gemm_gemv.h).
+struct SimdF32 {
+  using T = float;
+  using V = __m512;
+  using Mask = __mmask16;
+  static constexpr int kLanes = 16;
+  static constexpr int kMaxRows = kMr - 1;
+  static V zero() { return _mm512_setzero_ps(); }
+  static V set1(T x) { return _mm512_set1_ps(x); }
+  static V load(const T* p) { return _mm512_loadu_ps(p); }
+  static V load(const T* p, Mask m) { return _mm512_maskz_loadu_ps(m, p); }
+  static void store(T* p, V v) { _mm512_storeu_ps(p, v); }
+  static void store(T* p, V v, Mask m) { _mm512_mask_storeu_ps(p, m, v); }
+  static V fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
+  static V add(V a, V b) { return _mm512_add_ps(a, b); }
+  static Mask mask(int lanes) { return static_cast<Mask>((1u << lanes) - 1u); }
+};
+
+struct SimdF64 {
+  using T = double;
+  using V = __m512d;
+  using Mask = __mmask8;
+  static constexpr int kLanes = 8;
+  static constexpr int kMaxRows = kMr - 1;
+  static V zero() { return _mm512_setzero_pd(); }
+  static V set1(T x) { return _mm512_set1_pd(x); }
+  static V load(const T* p) { return _mm512_loadu_pd(p); }
+  static V load(const T* p, Mask m) { return _mm512_maskz_loadu_pd(m, p); }
+  static void store(T* p, V v) { _mm512_storeu_pd(p, v); }
+  static void store(T* p, V v, Mask m) { _mm512_mask_storeu_pd(p, m, v); }
+  static V fma(V a, V b, V c) { return _mm512_fmadd_pd(a, b, c); }
+  static V add(V a, V b) { return _mm512_add_pd(a, b); }
+  static Mask mask(int lanes) { return static_cast<Mask>((1u << lanes) - 1u); }
+};
+
+void gemv_f32(int m, std::int64_t cols, std::int64_t kc, const float* a, std::int64_t ars,
+              std::int64_t aks, const float* b, std::int64_t brs, std::int64_t bps, float* c,
+              std::int64_t ldc, bool accumulate) {
+  gemv::dispatch<SimdF32, 32>(m, cols, kc, a, ars, aks, b, brs, bps, c, ldc, accumulate);
+}
+void gemv_f64(int m, std::int64_t cols, std::int64_t kc, const double* a, std::int64_t ars,
+              std::int64_t aks, const double* b, std::int64_t brs, std::int64_t bps, double* c,
+              std::int64_t ldc, bool accumulate) {
+  gemv::dispatch<SimdF64, 32>(m, cols, kc, a, ars, aks, b, brs, bps, c, ldc, accumulate);
+}
+
 }  // namespace
 
 // KC=256: the 256 x 32 float B micro-panel (32 KiB) stays in the 48 KiB L1d next to the
@@ -145,14 +192,14 @@ void rows_f64(std::int64_t kc, const double* a, std::int64_t lda, const double* 
 // driver balances longer K into equal blocks <= 256). MC=144 rows: 144 KiB of packed A in the
 // 2 MiB L2. NC=4096 bounds the B panel (KC x NC, 4 MiB) so it stays in L3.
 MicroKernel<float> avx512_kernel_f32() {
-  return {kMr, 32, 256, 144, 4096, &packed_f32, "avx512", &rows_f32};
+  return {kMr, 32, 256, 144, 4096, &packed_f32, "avx512", &rows_f32, &gemv_f32};
 }
 // float64: half the columns, so the same bytes per B micro-panel at the same KC. NC=1024: the B
 // panel is 2 MiB (it was 8 MiB at NC=4096 and 4 MiB for n = 2048). Swept with gemm_microbench at
 // n = 2048 on the loaded machine: NC=1024 beat 4096 in 6 of 6 paired runs (by 2-8 GFLOP/s, ~45),
 // NC=512 was slower (more A packing); KC=192 or 384 were no better than 256 (within the noise).
 MicroKernel<double> avx512_kernel_f64() {
-  return {kMr, 16, 256, 144, 1024, &packed_f64, "avx512", &rows_f64};
+  return {kMr, 16, 256, 144, 1024, &packed_f64, "avx512", &rows_f64, &gemv_f64};
 }
 
 }  // namespace opweave::gemm_detail

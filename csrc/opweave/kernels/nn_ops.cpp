@@ -28,26 +28,6 @@ namespace vm = vector_math;
 constexpr double kSeluScale = 1.0507009873554804934193349852946;
 constexpr double kSeluScaleAlpha = 1.7580993408473768599402175208123;
 
-// e^x - 1 for x <= 0 without cancellation near 0, written like vector_math::tanh so it
-// vectorises: x = n ln2 + r, expm1(r) = r (1 + r/2! + ...) by Horner, then 2^n expm1(r) + (2^n -
-// 1). Below -kClamp the result rounds to -1. NaN -> NaN.
-template <typename T>
-inline T expm1_nonpositive(T x) {
-  using E = vm::ExpTraits<T>;
-  constexpr T kClamp = sizeof(T) == 4 ? T(40) : T(80);
-  constexpr int kD = vm::TanhTraits<T>::kDegree;
-  const T a = vm::select<T>(x < -kClamp, -kClamp, x);
-  const T n = (a * E::kLog2e + E::kShifter) - E::kShifter;
-  const T r = (a - n * E::kLn2Hi) - n * E::kLn2Lo;
-  constexpr auto c = vm::inverse_factorials<T, kD + 1>();
-  T p = c.v[kD + 1];
-#pragma GCC unroll 16
-  for (int i = kD; i >= 1; --i) p = p * r + c.v[i];
-  const T s = vm::pow2i<T>(n);
-  const T m = s * (p * r) + (s - T(1));
-  return vm::select<T>(x != x, x, m);
-}
-
 enum class Types { kFloats, kReals };
 
 // Calls fn(TypeTag<T>{}) for float32 / float64 (kFloats) or every real type (kReals; not bool).
@@ -184,7 +164,7 @@ void register_nn_kernels() {
       "Elu",
       [](auto tag) {
         using T = typename decltype(tag)::type;
-        return [](T x) { return vm::select<T>(x < T(0), expm1_nonpositive<T>(x), x); };
+        return [](T x) { return vm::select<T>(x < T(0), vm::expm1_nonpositive<T>(x), x); };
       },
       20.0);
   register_binary<kFloats>(
@@ -199,7 +179,7 @@ void register_nn_kernels() {
       [](auto tag) {
         using T = typename decltype(tag)::type;
         return [](T x) {
-          return vm::select<T>(x < T(0), T(kSeluScaleAlpha) * expm1_nonpositive<T>(x),
+          return vm::select<T>(x < T(0), T(kSeluScaleAlpha) * vm::expm1_nonpositive<T>(x),
                                T(kSeluScale) * x);
         };
       },

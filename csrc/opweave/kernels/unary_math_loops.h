@@ -40,6 +40,12 @@ struct Table {
 
 Table<float> table_baseline_f32();
 Table<double> table_baseline_f64();
+// The table this CPU runs (picked once at load time by elementwise.cpp): the loops of the
+// element-wise ops, also used by the GEMM epilogue (gemm_epilogue.cpp) so a fused activation
+// rounds exactly like the op.
+template <typename T>
+const Table<T>& selected_table();
+
 #if defined(OPWEAVE_X86_64)
 Table<float> table_avx2_f32();
 Table<double> table_avx2_f64();

@@ -187,6 +187,27 @@ OPWEAVE_VM_INLINE T sigmoid(T x) {
   return select<T>(x >= T(0), r, e * r);
 }
 
+// e^x - 1 for x <= 0 without cancellation near 0 (Elu, Selu), written like tanh so it
+// vectorises: x = n ln2 + r, expm1(r) = r (1 + r/2! + ...) by Horner, then 2^n expm1(r) + (2^n -
+// 1). Below -kClamp the result rounds to -1. NaN -> NaN. One definition for the activation kernels
+// and the GEMM epilogue (gemm_epilogue.cpp), so a fused Elu rounds like the op.
+template <typename T>
+OPWEAVE_VM_INLINE T expm1_nonpositive(T x) {
+  using E = ExpTraits<T>;
+  constexpr T kClamp = sizeof(T) == 4 ? T(40) : T(80);
+  constexpr int kD = TanhTraits<T>::kDegree;
+  const T a = select<T>(x < -kClamp, -kClamp, x);
+  const T n = (a * E::kLog2e + E::kShifter) - E::kShifter;
+  const T r = (a - n * E::kLn2Hi) - n * E::kLn2Lo;
+  constexpr auto c = inverse_factorials<T, kD + 1>();
+  T p = c.v[kD + 1];
+#pragma GCC unroll 16
+  for (int i = kD; i >= 1; --i) p = p * r + c.v[i];
+  const T s = pow2i<T>(n);
+  const T m = s * (p * r) + (s - T(1));
+  return select<T>(x != x, x, m);
+}
+
 // -- bits, signs, rounding ------------------------------------------------------------------------
 
 template <typename T>

@@ -12,8 +12,8 @@ namespace opweave {
 namespace {
 
 // TensorFlow's meta optimizer order: model pruning, common subgraphs, constants, arithmetic,
-// then dependencies (identities and no-ops). Phase 2's fusion ("remapping") goes after the
-// arithmetic rewrites, which expose its patterns, and before identity_removal. Built at load
+// then dependencies (identities and no-ops). Fusion ("remapping") goes after the arithmetic
+// rewrites, which expose its patterns, and before identity_removal. Built at load
 // time, not on first use: a fork() during a lazy initialiser would leave the child waiting on
 // its guard (fork_guard.h).
 const std::vector<PassInfo> g_passes = {
@@ -21,6 +21,9 @@ const std::vector<PassInfo> g_passes = {
     {"common_subexpression", run_common_subexpression},
     {"constant_folding", run_constant_folding},
     {"arithmetic", run_arithmetic},
+    // GEMM epilogues first: MatMul + BiasAdd + Relu is one _FusedMatMul, which element-wise
+    // fusion would otherwise split by taking the BiasAdd + Relu half.
+    {"remapping", run_remapping},
     {"elementwise_fusion", run_elementwise_fusion},
     {"identity_removal", run_identity_removal},
 };

@@ -41,6 +41,7 @@ const std::vector<PassInfo>& optimizer_passes();
 bool run_common_subexpression(WorkGraph& graph, PassContext& ctx);  // common_subexpression.cpp
 bool run_constant_folding(WorkGraph& graph, PassContext& ctx);      // constant_folding.cpp
 bool run_arithmetic(WorkGraph& graph, PassContext& ctx);            // arithmetic.cpp
+bool run_remapping(WorkGraph& graph, PassContext& ctx);             // remapping.cpp
 bool run_identity_removal(WorkGraph& graph, PassContext& ctx);      // identity_removal.cpp
 bool run_pruning(WorkGraph& graph, PassContext& ctx);               // pruning.cpp
 bool run_elementwise_fusion(WorkGraph& graph, PassContext& ctx);    // elementwise_fusion.cpp

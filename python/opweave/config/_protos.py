@@ -263,12 +263,13 @@ class RewriterConfig(_CheckedFields):
 
     Each toggle is ``DEFAULT`` (0), ``ON`` (1), ``OFF`` (2) or ``AGGRESSIVE`` (3). The ones that
     act: ``constant_folding``, ``common_subgraph_elimination``, ``arithmetic_optimization``,
-    ``dependency_optimization`` (Identity / NoOp removal), ``disable_model_pruning``,
-    ``disable_meta_optimizer`` (every Grappler pass off), ``meta_optimizer_iterations``,
-    ``min_graph_nodes``, ``fail_on_optimizer_errors`` and ``optimizers`` (TensorFlow's pass
-    names; only ``pruning``, ``constfold``, ``arithmetic``, ``common_subgraph_elimination`` and
-    ``dependency`` exist here). The others (layout, remapping, memory, loop, mixed precision...)
-    are accepted and ignored: they would not change results. docs/optimizer.md has the table.
+    ``dependency_optimization`` (Identity / NoOp removal), ``remapping`` (MatMul + bias +
+    activation fusion), ``disable_model_pruning``, ``disable_meta_optimizer`` (every Grappler
+    pass off), ``meta_optimizer_iterations``, ``min_graph_nodes``, ``fail_on_optimizer_errors``
+    and ``optimizers`` (TensorFlow's pass names; only ``pruning``, ``constfold``, ``arithmetic``,
+    ``common_subgraph_elimination``, ``remap`` and ``dependency`` exist here). The others (layout,
+    memory, loop, mixed precision...) are accepted and ignored: they would not change results.
+    docs/optimizer.md has the table.
 
     Examples
     --------
