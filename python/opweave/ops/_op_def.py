@@ -38,7 +38,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from .. import _opweave_core as _core
-from .._core_errors import call_core
+from .._core_errors import call_core, raise_core_error
 from ..dtypes import ANY, INDEX, DType, as_dtype, bool_, float32, implicit_array, int32, int64
 from ..framework import Graph, Operation, Shape, Tensor, format_shape, get_default_graph
 from ..tensor_shape import TensorShape, as_shape
@@ -95,12 +95,15 @@ def eager_function(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
         threads = 0
         if _num_threads is not None:
             threads = _checks.check_int(_num_threads, "_num_threads", minimum=1, maximum=4096)
-        saved = (_eager.active, _eager.num_threads)
-        _eager.active, _eager.num_threads = True, threads
+        state = _eager
+        saved_active, saved_threads = state.active, state.num_threads
+        state.active = True
+        state.num_threads = threads
         try:
             return fn(*args, **kwargs)
         finally:
-            _eager.active, _eager.num_threads = saved
+            state.active = saved_active
+            state.num_threads = saved_threads
 
     run.__qualname__ = run.__name__ = name
     return run
@@ -228,6 +231,9 @@ class ShapeContext:
     shapes: list[Shape] = field(default_factory=list)  # flattened over list inputs
     dtypes: list[DType] = field(default_factory=list)
     flat: list[Any] = field(default_factory=list)
+    # The (flattened) inputs whose values the shape function read: an eager call signature keys
+    # its cached plan by those values too (see OpDef._eager_key).
+    reads: set[int] = field(default_factory=set)
 
     def shape(self, i: int) -> Shape:
         """The static shape of (flattened) input ``i``."""
@@ -239,11 +245,13 @@ class ShapeContext:
 
     def value(self, i: int) -> np.ndarray[Any, Any] | None:
         """The value of (flattened) input ``i`` when it is known before the run, else None."""
+        self.reads.add(i)
         return constant_value(self.flat[i])
 
     def shape_value(self, i: int) -> Shape:
         """Input ``i`` (an integer vector) read as a shape: partly known values allowed, -1 or an
         unknown element meaning an unknown dimension; None when even its length is unknown."""
+        self.reads.add(i)
         return constant_value_as_shape(self.flat[i])
 
     def error(self, message: str) -> ValueError:
@@ -577,6 +585,125 @@ def _operand_dtype(value: Any) -> DType | None:
     return None
 
 
+# -- eager call signatures and plans --------------------------------------------------------------
+
+_NO_KEY = object()  # a value with no exact, hashable key
+_MAX_PLANS = 256  # per op; signatures may vary without end (shapes, scalar values)
+_MAX_KEYED_ELEMENTS = 64  # longer values are not keyed (their calls take the whole path)
+
+# NumPy dtypes of arrays that go to the kernels as they are (native byte order, not string).
+_PASS_THROUGH: dict[np.dtype[Any], DType] = {}
+
+
+def _init_pass_through() -> None:
+    from ..dtypes import ALL, string
+
+    for d in ALL:
+        if d is not string:
+            _PASS_THROUGH[np.dtype(d.as_numpy_dtype).newbyteorder("=")] = d
+
+
+_init_pass_through()
+
+
+def _value_key(v: Any, depth: int = 0) -> Any:
+    """A hashable key equal for two values exactly when the eager path treats them alike: the
+    type is part of it (1, 1.0 and True differ), floats by value and sign (0.0 and -0.0 differ;
+    NaN never matches), NumPy scalars by dtype and bytes; _NO_KEY for anything else."""
+    t = type(v)
+    if v is None:
+        return None
+    if t is int:
+        return ("i", v)
+    if t is bool:
+        return ("b", v)
+    if t is float:
+        return ("f", v, math.copysign(1.0, v))
+    if t is str:
+        return ("s", v)
+    if t is DType:
+        return ("D", v.name)
+    if t is list or t is tuple:
+        if depth >= 2 or len(v) > _MAX_KEYED_ELEMENTS:
+            return _NO_KEY
+        parts = tuple(_value_key(e, depth + 1) for e in v)
+        if any(p is _NO_KEY for p in parts):
+            return _NO_KEY
+        return ("l" if t is list else "t", parts)
+    if isinstance(v, np.generic) and v.dtype in _PASS_THROUGH:
+        return ("g", v.dtype.str, v.tobytes())
+    if isinstance(v, np.dtype):
+        return ("d", v.str, v.name)
+    if t is type and issubclass(v, np.generic):
+        return ("T", v)
+    return _NO_KEY
+
+
+def _key_operand(v: Any, valued: bool, key: list[Any], flat: list[Any]) -> bool:
+    """Appends operand ``v``'s key part and its flat entry; False when it has no key. An array's
+    part starts with its shape, a tuple, and a value's with a str tag (or is None), so an array's
+    dtype is only ever compared with another array's (a NumPy dtype equals some strings)."""
+    if type(v) is np.ndarray:
+        dt = v.dtype
+        if dt not in _PASS_THROUGH:
+            return False
+        if valued or v.ndim == 0:
+            if v.size > _MAX_KEYED_ELEMENTS:
+                return False
+            key.append((v.shape, dt, v.tobytes()))
+        else:
+            key.append((v.shape, dt))
+        flat.append(v)
+        return True
+    k = _value_key(v)
+    if k is _NO_KEY:
+        return False
+    key.append(k)
+    flat.append(None)
+    return True
+
+
+_RESULT_NONE, _RESULT_ONE, _RESULT_LIST, _RESULT_TUPLE = range(4)
+
+
+class _Plan:
+    """A cached eager call signature: the prepared kernel and the arrays made from the call's
+    Python values (read-only, by flat position); see OpDef._eager_call."""
+
+    __slots__ = ("constants", "kind", "op_def", "prepared")
+
+    def __init__(
+        self,
+        prepared: Any,
+        constants: tuple[tuple[int, np.ndarray[Any, Any]], ...],
+        kind: int,
+        op_def: OpDef,
+    ) -> None:
+        self.prepared = prepared
+        self.constants = constants
+        self.kind = kind
+        self.op_def = op_def
+
+    def run(self, flat: list[Any]) -> Any:
+        for i, const in self.constants:
+            flat[i] = const
+        try:
+            results = _core.run_prepared(self.prepared, flat, _eager.num_threads)
+        except _core.CoreError as exc:
+            failure: BaseException = exc
+        else:
+            kind = self.kind
+            if kind == _RESULT_ONE:
+                return results[0]
+            if kind == _RESULT_LIST:
+                return results
+            if kind == _RESULT_TUPLE:
+                return self.op_def._tuple(*results)
+            return None
+        raise_core_error(failure)  # outside the except block: no CoreError shown as context
+        return None  # unreachable (raise_core_error never returns); for RET503
+
+
 # -- the op definition ---------------------------------------------------------------------------
 
 GradFn = Callable[..., Sequence[Any]]
@@ -652,6 +779,14 @@ class OpDef:
         self.default_name = default_name or type
         self.doc = doc
         self._arg_names = [a.name for a in self.inputs] + list(self.attrs)
+        self._arg_set = frozenset(self._arg_names)
+        self._attr_names = tuple(self.attrs)
+        self._n_inputs = len(self.inputs)
+        # Variables (ref inputs) and stateful ops never run eagerly: no plans to keep.
+        self._no_plans = stateful or any(a.is_ref for a in self.inputs)
+        # Eager plans by call signature, and the inputs whose values key them (_eager_call).
+        self._plans: dict[tuple[Any, ...], _Plan] = {}
+        self._eager_reads: frozenset[int] = frozenset()
         for spec in self.inputs + self.outputs:
             t = spec.type_attr
             if t is not None and t not in self.types and t not in self.attrs:
@@ -670,21 +805,156 @@ class OpDef:
     # -- calling --------------------------------------------------------------------------------
     def __call__(self, *args: Any, name: str | None = None, **kwargs: Any) -> Any:
         """Build the op (graph mode) or run its kernel (eager mode); see the class docstring."""
+        if _eager.active:
+            keyed = self._eager_key(args, kwargs, name)
+            if keyed is not None:
+                plan = self._plans.get(keyed[0])
+                if plan is not None:
+                    return plan.run(keyed[1])
+            return self._eager_call(args, kwargs, name, keyed)
         values = self._bind(args, kwargs)
         name = _checks.check_name(name, self.default_name)
-        if not _eager.active:
-            # The node's final name, so errors name it; "scope/" is taken as is (TensorFlow's
-            # convention for a name that is already a unique scope name).
-            name = name[:-1] if name.endswith("/") else get_default_graph().unique_name(name)
+        # The node's final name, so errors name it; "scope/" is taken as is (TensorFlow's
+        # convention for a name that is already a unique scope name).
+        name = name[:-1] if name.endswith("/") else get_default_graph().unique_name(name)
         inputs = self._convert_inputs(values, name)
         attrs = self._check_attrs(values)
         dtypes = self._resolve_types(inputs, attrs, name)
         ctx = self._shape_context(inputs, attrs, name)
         out_shapes = self._infer_shapes(ctx)
         out_dtypes = self._output_dtypes(dtypes, attrs, len(out_shapes))
-        if _eager.active:
-            return self._compute(ctx, attrs, dtypes, out_dtypes)
         return self._build(ctx, attrs, dtypes, out_dtypes, out_shapes, name)
+
+    # -- eager calls ----------------------------------------------------------------------------
+    #
+    # Everything a call checks and infers before its kernel runs (argument binding, conversions
+    # of Python values, attribute checks, dtype resolution, shape inference, the core attributes)
+    # is a function of its call signature: each array operand's dtype and shape, the exact value
+    # of every other argument, and the values of the arrays the shape function reads. The first
+    # call of a signature goes the whole way (so every error is raised exactly as before) and
+    # leaves a plan: the prepared kernel plus the arrays made from Python values. Later calls of
+    # the signature only build the key and run the plan.
+
+    def _eager_call(
+        self,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        name: Any,
+        keyed: tuple[tuple[Any, ...], list[Any]] | None,
+    ) -> Any:
+        """A call that takes the whole path, leaving a plan when it has a signature."""
+        values = self._bind(args, kwargs)
+        name = _checks.check_name(name, self.default_name)
+        inputs = self._convert_inputs(values, name)
+        attrs = self._check_attrs(values)
+        dtypes = self._resolve_types(inputs, attrs, name)
+        ctx = self._shape_context(inputs, attrs, name)
+        out_shapes = self._infer_shapes(ctx)
+        out_dtypes = self._output_dtypes(dtypes, attrs, len(out_shapes))
+        if self.stateful:
+            raise TypeError(f"{self.type} keeps state between runs; it runs only in a Session")
+        from ..framework import _core_attrs
+
+        arrays = [np.asarray(a) for a in ctx.flat]
+        core_attrs = _core_attrs(self._core_attrs(attrs, dtypes))
+        results = call_core(
+            _core.run_op, self.type, arrays, core_attrs, len(out_dtypes), _eager.num_threads
+        )
+        if keyed is not None:
+            self._remember(args, kwargs, name, ctx, arrays, core_attrs, len(out_dtypes))
+        return self._result(tuple(results), None)
+
+    def _eager_key(
+        self, args: tuple[Any, ...], kwargs: dict[str, Any], name: Any
+    ) -> tuple[tuple[Any, ...], list[Any]] | None:
+        """The call's signature and its flattened operands (the arrays; None where a Python
+        value goes), or None when the call has no signature to cache by (the whole path runs)."""
+        if (name is not None and type(name) is not str) or self._no_plans:
+            return None
+        n_in = self._n_inputs
+        if kwargs:
+            names = self._arg_names
+            if len(args) > len(names):
+                return None
+            values = dict(zip(names, args, strict=False))
+            for k, v in kwargs.items():
+                if k in values or k not in self._arg_set:
+                    return None
+                values[k] = v
+            ins: Sequence[Any] = [values.get(a, _REQUIRED) for a in names[:n_in]]
+            attrs: Sequence[Any] = [values.get(a) for a in self._attr_names]
+        else:
+            if not n_in <= len(args) <= len(self._arg_names):
+                return None
+            ins = args[:n_in]
+            attrs = args[n_in:]
+        reads = self._eager_reads
+        key: list[Any] = []
+        flat: list[Any] = []
+        for a, v in zip(self.inputs, ins, strict=True):
+            if a.number_attr or a.is_list:
+                if type(v) is not list and type(v) is not tuple:
+                    return None
+                key.append(len(v))
+                for e in v:
+                    if not _key_operand(e, len(flat) in reads, key, flat):
+                        return None
+            elif not _key_operand(v, len(flat) in reads, key, flat):
+                return None
+        for v in attrs:
+            if v is not None:
+                k = _value_key(v)
+                if k is _NO_KEY:
+                    return None
+                key.append(k)
+            else:
+                key.append(None)
+        return tuple(key), flat
+
+    def _remember(
+        self,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        name: Any,
+        ctx: ShapeContext,
+        arrays: list[np.ndarray[Any, Any]],
+        core_attrs: dict[str, Any],
+        num_outputs: int,
+    ) -> None:
+        """Caches the plan of a call that went the whole way (see _eager_call)."""
+        if not ctx.reads <= self._eager_reads:
+            # The shape function read more values than the signatures so far held: from now on
+            # they are part of the key (older plans are keyed without them and are dropped).
+            self._eager_reads = self._eager_reads | frozenset(ctx.reads)
+            self._plans.clear()
+        keyed = self._eager_key(args, kwargs, name)
+        if keyed is None:
+            return
+        key, flat = keyed
+        constants: list[tuple[int, np.ndarray[Any, Any]]] = []
+        for i, (given, used) in enumerate(zip(flat, arrays, strict=True)):
+            if given is used:
+                continue
+            if given is not None and given.ndim != 0 and i not in self._eager_reads:
+                return  # an array converted by its value, which the key does not hold
+            const = np.array(used, copy=True)
+            const.flags.writeable = False
+            constants.append((i, const))
+        try:
+            prepared = call_core(_core.prepare_op, self.type, core_attrs, num_outputs)
+        except Exception:  # no plan; the call itself succeeded
+            return
+        if len(self._plans) >= _MAX_PLANS:
+            self._plans.clear()
+        self._plans[key] = _Plan(prepared, tuple(constants), self._result_kind(), self)
+
+    def _result_kind(self) -> int:
+        if not self.outputs:
+            return _RESULT_NONE
+        if len(self.outputs) == 1:
+            a = self.outputs[0]
+            return _RESULT_LIST if (a.number_attr or a.is_list) else _RESULT_ONE
+        return _RESULT_TUPLE
 
     def _bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
         if len(args) > len(self._arg_names):
@@ -934,28 +1204,6 @@ class OpDef:
         )
         return self._result(op_.outputs, op_)
 
-    def _compute(
-        self,
-        ctx: ShapeContext,
-        attrs: dict[str, Any],
-        dtypes: dict[str, DType],
-        out_dtypes: list[DType],
-    ) -> Any:
-        if self.stateful:
-            raise TypeError(f"{self.type} keeps state between runs; it runs only in a Session")
-        from ..framework import _core_attrs
-
-        arrays = [np.asarray(a) for a in ctx.flat]
-        results = call_core(
-            _core.run_op,
-            self.type,
-            arrays,
-            _core_attrs(self._core_attrs(attrs, dtypes)),
-            len(out_dtypes),
-            _eager.num_threads,
-        )
-        return self._result(tuple(results), None)
-
     def _result(self, outputs: tuple[Any, ...], op_: Operation | None) -> Any:
         if not self.outputs:
             return op_
@@ -1033,12 +1281,40 @@ def op(type: str, **definition: Any) -> Callable[[F], F]:
             if stub and p != "name" and p not in names:
                 raise TypeError(f"{fn.__name__}: parameter {p!r} is not an input or attr of {type}")
 
+        # A stub whose parameters are all plain (positional or keyword) binds its arguments
+        # itself; anything unusual (a missing or unexpected argument) goes through inspect,
+        # which raises Python's own TypeError.
+        params = list(sig.parameters.values())
+        plain = stub and all(p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD for p in params)
+        param_names = tuple(p.name for p in params)
+        param_set = frozenset(param_names)
+        defaults = {p.name: p.default for p in params if p.default is not inspect.Parameter.empty}
+
+        def bind_stub(args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+            if plain and len(args) <= len(param_names):
+                values = dict(zip(param_names, args, strict=False))
+                for k, v in kwargs.items():
+                    if k in values or k not in param_set:
+                        break
+                    values[k] = v
+                else:
+                    if len(values) == len(param_names):
+                        return values
+                    for k in param_names:
+                        if k not in values:
+                            if k not in defaults:
+                                break
+                            values[k] = defaults[k]
+                    else:
+                        return values
+            bound = sig.bind(*args, **kwargs)
+            bound.apply_defaults()
+            return dict(bound.arguments)
+
         @functools.wraps(fn)
         def public_fn(*args: Any, **kwargs: Any) -> Any:
             if stub:
-                bound = sig.bind(*args, **kwargs)
-                bound.apply_defaults()
-                values = dict(bound.arguments)
+                values = bind_stub(args, kwargs)
                 name = values.pop("name", None)
                 return op_def(name=name, **values)
             result = fn(*args, **kwargs)
