@@ -584,3 +584,66 @@ def test_tanh_is_within_four_ulp_and_handles_special_values(dtype: Any) -> None:
     assert ulps.max() <= 4.0
     np.testing.assert_array_equal(np.signbit(got), np.signbit(x))
     assert np.isnan(kernels.tanh(np.array([np.nan], dtype)))[0]
+
+
+# -- eager call plans (OpDef caches one per call signature) ----------------------------------------
+
+
+def test_cached_calls_key_python_values_exactly() -> None:
+    a = np.arange(4, dtype=np.float32)
+    for s in (2.0, 3.0, -0.0, 0.0, 2.0):
+        for _ in range(2):  # the second call of each signature runs the cached plan
+            np.testing.assert_array_equal(kernels.add(a, s), a + np.float32(s))
+    i = np.arange(4, dtype=np.int32)
+    np.testing.assert_array_equal(kernels.add(i, 2), i + 2)
+    np.testing.assert_array_equal(kernels.add(i, 2), i + 2)
+    # The same value as a float or a bool is still refused after an int was accepted.
+    with pytest.raises(TypeError):
+        kernels.add(i, 2.0)
+    with pytest.raises(TypeError):
+        kernels.add(i, True)
+
+
+def test_cached_calls_key_the_values_a_shape_function_reads() -> None:
+    x = np.arange(6, dtype=np.float32)
+    for shape in ([2, 3], [3, 2], [2, 3], [6], [3, 2]):
+        for s in (shape, np.array(shape, dtype=np.int32)):
+            assert kernels.reshape(x, s).shape == tuple(shape)
+    with pytest.raises(ValueError):
+        kernels.reshape(x, np.array([4, 2], dtype=np.int32))
+
+
+def test_cached_calls_still_check_attrs_and_threads() -> None:
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    np.testing.assert_array_equal(kernels.reduce_sum(x, 1), x.sum(1))
+    np.testing.assert_array_equal(kernels.reduce_sum(x, 1), x.sum(1))
+    for bad in (5, -3, 1.0, True, "1", 2**70):
+        with pytest.raises((TypeError, ValueError, opweave.errors.InvalidArgumentError)):
+            kernels.reduce_sum(x, bad)
+    np.testing.assert_array_equal(kernels.reduce_sum(x, 1, _num_threads=2), x.sum(1))
+    for bad_threads in (0, -1, True, 1.5, "2"):
+        with pytest.raises((TypeError, ValueError)):
+            kernels.reduce_sum(x, 1, _num_threads=bad_threads)
+
+
+def test_cached_calls_take_views_byte_swapped_and_foreign_operands() -> None:
+    a = np.arange(12, dtype=np.float64)
+    b = np.ones(6, dtype=np.float64)
+    kernels.add(a[:6], b)
+    kernels.add(a[:6], b)
+    np.testing.assert_array_equal(kernels.add(a[::2], b), a[::2] + 1)
+    np.testing.assert_array_equal(kernels.add(a[::-2], b), a[::-2] + 1)
+    swapped = a[:6].astype(">f8")
+    np.testing.assert_array_equal(kernels.add(swapped, b), a[:6] + 1)
+    np.testing.assert_array_equal(kernels.add(a[:6].tolist(), b), a[:6] + 1)
+    for bad in (a[:6].astype(np.complex128), np.array([object()] * 6), object()):
+        with pytest.raises((TypeError, ValueError)):
+            kernels.add(bad, b)
+    with pytest.raises((TypeError, ValueError)):
+        kernels.add(a[:6], b.astype(np.float32))
+    # Kernel-time errors still come from the run of a cached plan.
+    idx = np.array([0, 1], dtype=np.int32)
+    kernels.gather(a, idx)
+    kernels.gather(a, idx)
+    with pytest.raises(opweave.errors.InvalidArgumentError):
+        kernels.gather(a, np.array([0, 99], dtype=np.int32))
