@@ -647,3 +647,26 @@ def test_cached_calls_take_views_byte_swapped_and_foreign_operands() -> None:
     kernels.gather(a, idx)
     with pytest.raises(opweave.errors.InvalidArgumentError):
         kernels.gather(a, np.array([0, 99], dtype=np.int32))
+
+
+def test_cached_stub_calls_bind_arguments_as_the_whole_path_does() -> None:
+    x = np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+    want = np.cumsum(x, axis=1)
+    for _ in range(2):  # the second round runs cached plans
+        np.testing.assert_array_equal(kernels.cumsum(x, 1), want)
+        np.testing.assert_array_equal(kernels.cumsum(x, axis=1), want)
+        np.testing.assert_array_equal(kernels.cumsum(x=x, axis=1, reverse=False), want)
+        np.testing.assert_array_equal(kernels.cumsum(x), np.cumsum(x, axis=0))
+        reverse = np.flip(np.cumsum(np.flip(x, 1), axis=1), 1)
+        np.testing.assert_array_equal(kernels.cumsum(x, 1, False, True), reverse)
+        np.testing.assert_array_equal(kernels.sin(x, name="s"), np.sin(x))
+    with pytest.raises(TypeError):
+        kernels.cumsum(x, 1, axis=1)
+    with pytest.raises(TypeError):
+        kernels.cumsum(x, bogus=1)
+    with pytest.raises(TypeError):
+        kernels.cumsum()
+    with pytest.raises(TypeError):
+        kernels.sin(x, name=5)
+    with pytest.raises(TypeError):
+        kernels.cumsum(x, 1, False, False, "n", "extra")

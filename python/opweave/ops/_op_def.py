@@ -65,6 +65,7 @@ REGISTRY: dict[str, OpDef] = {}
 PUBLIC: dict[str, Callable[..., Any]] = {}
 
 _REQUIRED = object()
+_MISS = object()  # no cached plan for the call: it takes the whole path
 
 
 # -- eager mode ----------------------------------------------------------------------------------
@@ -90,11 +91,21 @@ def eager_function(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
     many threads instead of the global intra-op pool.
     """
 
+    # An op's stub whose call signature has a plan runs it directly (OpDef._eager_fast); the
+    # plan's kernel makes no nested eager call, so the eager state need not be switched on.
+    fast: Callable[[tuple[Any, ...], dict[str, Any], int], Any] | None = getattr(
+        fn, "_eager_fast", None
+    )
+
     @functools.wraps(fn)
     def run(*args: Any, _num_threads: int | None = None, **kwargs: Any) -> Any:
         threads = 0
         if _num_threads is not None:
             threads = _checks.check_int(_num_threads, "_num_threads", minimum=1, maximum=4096)
+        if fast is not None:
+            result = fast(args, kwargs, threads)
+            if result is not _MISS:
+                return result
         state = _eager
         saved_active, saved_threads = state.active, state.num_threads
         state.active = True
@@ -600,7 +611,10 @@ def _init_pass_through() -> None:
 
     for d in ALL:
         if d is not string:
-            _PASS_THROUGH[np.dtype(d.as_numpy_dtype).newbyteorder("=")] = d
+            # NumPy's own dtype object as the key: an array's dtype is usually that very object,
+            # so the lookup ends at an identity check (comparing distinct dtype objects is slow).
+            dt = np.dtype(d.as_numpy_dtype)
+            _PASS_THROUGH[dt if dt.isnative else dt.newbyteorder("=")] = d
 
 
 _init_pass_through()
@@ -684,11 +698,11 @@ class _Plan:
         self.kind = kind
         self.op_def = op_def
 
-    def run(self, flat: list[Any]) -> Any:
+    def run(self, flat: list[Any], num_threads: int) -> Any:
         for i, const in self.constants:
             flat[i] = const
         try:
-            results = _core.run_prepared(self.prepared, flat, _eager.num_threads)
+            results = _core.run_prepared(self.prepared, flat, num_threads)
         except _core.CoreError as exc:
             failure: BaseException = exc
         else:
@@ -782,6 +796,7 @@ class OpDef:
         self._arg_set = frozenset(self._arg_names)
         self._attr_names = tuple(self.attrs)
         self._n_inputs = len(self.inputs)
+        self._input_is_list = tuple(bool(a.number_attr or a.is_list) for a in self.inputs)
         # Variables (ref inputs) and stateful ops never run eagerly: no plans to keep.
         self._no_plans = stateful or any(a.is_ref for a in self.inputs)
         # Eager plans by call signature, and the inputs whose values key them (_eager_call).
@@ -810,7 +825,7 @@ class OpDef:
             if keyed is not None:
                 plan = self._plans.get(keyed[0])
                 if plan is not None:
-                    return plan.run(keyed[1])
+                    return plan.run(keyed[1], _eager.num_threads)
             return self._eager_call(args, kwargs, name, keyed)
         values = self._bind(args, kwargs)
         name = _checks.check_name(name, self.default_name)
@@ -887,29 +902,54 @@ class OpDef:
             if not n_in <= len(args) <= len(self._arg_names):
                 return None
             ins = args[:n_in]
-            attrs = args[n_in:]
+            # Attrs not given are None, as in the keyword form: both forms have one key.
+            attrs = args[n_in:] + (None,) * (len(self._arg_names) - len(args))
         reads = self._eager_reads
         key: list[Any] = []
         flat: list[Any] = []
-        for a, v in zip(self.inputs, ins, strict=True):
-            if a.number_attr or a.is_list:
+        is_list_input = self._input_is_list
+        # By index, not zip(..., strict=True): a keyword call of zip costs more than the loop.
+        for i in range(n_in):
+            v = ins[i]
+            if is_list_input[i]:
                 if type(v) is not list and type(v) is not tuple:
                     return None
                 key.append(len(v))
                 for e in v:
                     if not _key_operand(e, len(flat) in reads, key, flat):
                         return None
+            elif (
+                type(v) is np.ndarray
+                and v.ndim
+                and v.dtype in _PASS_THROUGH
+                and not (reads and len(flat) in reads)
+            ):
+                # The common case, inline: an array whose value no shape function reads (the
+                # same part as _key_operand's).
+                key.append((v.shape, v.dtype))
+                flat.append(v)
             elif not _key_operand(v, len(flat) in reads, key, flat):
                 return None
         for v in attrs:
-            if v is not None:
+            if v is None:
+                key.append(None)
+            else:
                 k = _value_key(v)
                 if k is _NO_KEY:
                     return None
                 key.append(k)
-            else:
-                key.append(None)
         return tuple(key), flat
+
+    def _eager_fast(self, args: tuple[Any, ...], num_threads: int) -> Any:
+        """The result of a call (all arguments by position, in ``_arg_names`` order, no name)
+        whose signature has a plan; _MISS when it has none."""
+        keyed = self._eager_key(args, {}, None)
+        if keyed is None:
+            return _MISS
+        plan = self._plans.get(keyed[0])
+        if plan is None:
+            return _MISS
+        return plan.run(keyed[1], num_threads)
 
     def _remember(
         self,
@@ -1323,10 +1363,55 @@ def op(type: str, **definition: Any) -> Callable[[F], F]:
             return result
 
         public_fn.op_def = op_def  # type: ignore[attr-defined]
+        # opweave.kernels' shortcut to a cached plan (eager_function), for a plain stub whose
+        # parameters are the op's inputs and attrs in the op's order (then maybe name).
+        own = tuple(p for p in param_names if p != "name")
+        if (
+            plain
+            and own == tuple(op_def._arg_names[: len(own)])
+            and param_names[len(own) :] in ((), ("name",))
+        ):
+            public_fn._eager_fast = _stub_fast_path(op_def, own, defaults)  # type: ignore[attr-defined]
         PUBLIC[fn.__name__] = public_fn
         return public_fn  # type: ignore[return-value]
 
     return wrap
+
+
+def _stub_fast_path(
+    op_def: OpDef, own: tuple[str, ...], defaults: dict[str, Any]
+) -> Callable[[tuple[Any, ...], dict[str, Any], int], Any]:
+    """The arguments of a call to a plain stub as the op's positional arguments, run through
+    OpDef._eager_fast; _MISS (the whole path, which raises any error) for anything else: a
+    missing, repeated or unknown argument, or a name."""
+    n_own = len(own)
+    pad = tuple(defaults.get(p, _REQUIRED) for p in own)
+    # The fewest positional arguments that leave no required parameter unset.
+    min_args = max((i + 1 for i, d in enumerate(pad) if d is _REQUIRED), default=0)
+    position = {p: i for i, p in enumerate(own)}
+
+    def fast(args: tuple[Any, ...], kwargs: dict[str, Any], num_threads: int) -> Any:
+        n = len(args)
+        if not kwargs:
+            if n >= n_own:
+                return op_def._eager_fast(args, num_threads) if n == n_own else _MISS
+            if n < min_args:
+                return _MISS
+            return op_def._eager_fast(args + pad[n:], num_threads)
+        if n > n_own:
+            return _MISS
+        full = list(args) + list(pad[n:])
+        for k, v in kwargs.items():
+            i = position.get(k, -1)
+            if i < n:  # unknown (or name), or given twice
+                return _MISS
+            full[i] = v
+        for i in range(n, min_args):
+            if full[i] is _REQUIRED:
+                return _MISS
+        return op_def._eager_fast(tuple(full), num_threads)
+
+    return fast
 
 
 def public(fn: F) -> F:
