@@ -529,6 +529,14 @@ def convert_to_tensor(
     ...     ow.convert_to_tensor([1, 2]).dtype
     opweave.int32
     """
+    if (
+        type(value) is np.ndarray
+        and dtype is None
+        and preferred_dtype is None
+        and _eager.active
+        and value.dtype in _PASS_THROUGH
+    ):
+        return value  # what the path below returns for it (to_array keeps such an array as is)
     dt = None if dtype is None else as_dtype(dtype)
     value = _auto_pack(value, dt)
     if hasattr(value, "_as_tensor"):  # Variables and other tensor-like objects
@@ -793,10 +801,10 @@ class OpDef:
         self.default_name = default_name or type
         self.doc = doc
         self._arg_names = [a.name for a in self.inputs] + list(self.attrs)
-        self._arg_set = frozenset(self._arg_names)
-        self._attr_names = tuple(self.attrs)
         self._n_inputs = len(self.inputs)
         self._input_is_list = tuple(bool(a.number_attr or a.is_list) for a in self.inputs)
+        self._arg_position = {a: i for i, a in enumerate(self._arg_names)}
+        self._unset_tail: list[Any] = [_REQUIRED] * self._n_inputs + [None] * len(self.attrs)
         # Variables (ref inputs) and stateful ops never run eagerly: no plans to keep.
         self._no_plans = stateful or any(a.is_ref for a in self.inputs)
         # Eager plans by call signature, and the inputs whose values key them (_eager_call).
@@ -888,16 +896,19 @@ class OpDef:
             return None
         n_in = self._n_inputs
         if kwargs:
-            names = self._arg_names
-            if len(args) > len(names):
+            n = len(args)
+            if n > len(self._arg_names):
                 return None
-            values = dict(zip(names, args, strict=False))
+            # Every argument at its position: an input not given stays _REQUIRED (no key), an
+            # attr not given is None.
+            full = list(args) + self._unset_tail[n:]
+            position = self._arg_position
             for k, v in kwargs.items():
-                if k in values or k not in self._arg_set:
+                if position.get(k, -1) < n:  # unknown, or given by position too
                     return None
-                values[k] = v
-            ins: Sequence[Any] = [values.get(a, _REQUIRED) for a in names[:n_in]]
-            attrs: Sequence[Any] = [values.get(a) for a in self._attr_names]
+                full[position[k]] = v
+            ins: Sequence[Any] = full[:n_in]
+            attrs: Sequence[Any] = full[n_in:]
         else:
             if not n_in <= len(args) <= len(self._arg_names):
                 return None
