@@ -670,3 +670,39 @@ def test_cached_stub_calls_bind_arguments_as_the_whole_path_does() -> None:
         kernels.sin(x, name=5)
     with pytest.raises(TypeError):
         kernels.cumsum(x, 1, False, False, "n", "extra")
+
+
+_COMPARISONS = [
+    ("equal", np.equal),
+    ("not_equal", np.not_equal),
+    ("less", np.less),
+    ("less_equal", np.less_equal),
+    ("greater", np.greater),
+    ("greater_equal", np.greater_equal),
+]
+
+
+@pytest.mark.parametrize(("op", "ref"), _COMPARISONS)
+@pytest.mark.parametrize(
+    "dtype", [np.float32, np.float64, np.int32, np.int64, np.int8, np.int16, np.uint8]
+)
+def test_flat_comparisons_match_numpy_at_every_vector_tail(op: str, ref: Any, dtype: Any) -> None:
+    # Lengths around the 16- and 32-byte vector widths (the baseline and AVX2 loops), NaN among
+    # the floats, and a one-element operand on either side.
+    rng = np.random.default_rng(7)
+    fn = getattr(kernels, op)
+    for n in (1, 3, 15, 16, 17, 31, 32, 33, 63, 64, 65, 129, 1000):
+        a = rng.integers(-3, 4, n).astype(dtype)
+        b = rng.integers(-3, 4, n).astype(dtype)
+        if np.dtype(dtype).kind == "f":
+            a[::5] = np.nan
+            b[::7] = np.inf
+        s = np.asarray(b[0])
+        np.testing.assert_array_equal(fn(a, b), ref(a, b))
+        np.testing.assert_array_equal(fn(a, s), ref(a, s))
+        np.testing.assert_array_equal(fn(s, b), ref(s, b))
+    big_a = rng.standard_normal(300_000).astype(np.float32).astype(dtype)
+    big_b = rng.standard_normal(300_000).astype(np.float32).astype(dtype)
+    one = fn(big_a, big_b, _num_threads=1)
+    np.testing.assert_array_equal(one, ref(big_a, big_b))
+    np.testing.assert_array_equal(fn(big_a, big_b, _num_threads=3), one)
