@@ -3,7 +3,8 @@
 Matmul GFLOP/s for n in 256..2048 (float32, float64) and sum GB/s over 1 MiB / 16 MiB / 256 MiB
 arrays and along each axis of a 4096 x 4096 float32 array, data movement (--only array), the
 softmax family and bias_add (--only nn), element-wise math, reductions and scans (--only
-elementwise), with 1 and 2 threads. --only conv: conv2d (and its two gradients) on typical layer
+elementwise), with 1 and 2 threads; --only eager: calls per second on tiny arrays (the fixed cost of
+an opweave.kernels call). --only conv: conv2d (and its two gradients) on typical layer
 shapes against TensorFlow (oneDNN) and PyTorch, one process per thread count (TensorFlow sizes its
 pools once per process). Peers are pinned to the same thread count (threadpoolctl for OpenBLAS,
 torch.set_num_threads for PyTorch); opweave runs on a private pool of that size. Implementations
@@ -744,6 +745,63 @@ def bench_elementwise(threads_list: list[int], reps: int, big: bool) -> list[tup
     return rows
 
 
+EagerCase = tuple[str, Callable[[], Any], Callable[[], Any], Callable[[], Any]]
+
+
+def _eager_cases(rng: np.random.Generator) -> list[EagerCase]:
+    """Calls on tiny arrays, where the per-call overhead is all there is."""
+    k = kernels
+    x = rng.standard_normal(10).astype(np.float32)
+    y = rng.standard_normal(10).astype(np.float32)
+    m = rng.standard_normal((4, 8)).astype(np.float32)
+    xi = np.arange(10, dtype=np.int32)
+    with_torch = torch is not None
+    tx, ty, tm, txi = (torch.from_numpy(v) for v in (x, y, m, xi)) if with_torch else (0, 0, 0, 0)
+    return [
+        ("add 10 floats", lambda: k.add(x, y), lambda: np.add(x, y), lambda: torch.add(tx, ty)),
+        ("add 10 floats + 2.0", lambda: k.add(x, 2.0), lambda: x + 2.0, lambda: tx + 2.0),
+        ("sin 10 floats", lambda: k.sin(x), lambda: np.sin(x), lambda: torch.sin(tx)),
+        ("less 10 floats", lambda: k.less(x, y), lambda: np.less(x, y), lambda: tx < ty),
+        (
+            "reduce_sum 4x8 axis=1",
+            lambda: k.reduce_sum(m, axis=1),
+            lambda: m.sum(axis=1),
+            lambda: tm.sum(1),
+        ),
+        ("argmax 4x8 axis=1", lambda: k.argmax(m, 1), lambda: m.argmax(1), lambda: tm.argmax(1)),
+        (
+            "reshape 4x8 -> 8x4",
+            lambda: k.reshape(m, [8, 4]),
+            lambda: m.reshape(8, 4),
+            lambda: tm.reshape(8, 4),
+        ),
+        (
+            "cast 10 int32 -> float32",
+            lambda: k.cast(xi, "float32"),
+            lambda: xi.astype(np.float32),
+            lambda: txi.to(torch.float32),
+        ),
+        ("matmul 4x8 @ 8x4", lambda: k.matmul(m, m.T), lambda: m @ m.T, lambda: tm @ tm.T),
+    ]
+
+
+def bench_eager(reps: int) -> list[tuple[Any, ...]]:
+    """The fixed cost of an opweave.kernels call (argument checks, conversions, dispatch) on
+    tiny arrays: calls per second (thousands) against the same call in NumPy and PyTorch, each
+    on one thread."""
+    rows = []
+    rng = np.random.default_rng(4)
+    with _Pinned(1):
+        for label, ours, numpy_fn, torch_fn in _eager_cases(rng):
+            timed: dict[str, Callable[[], Any]] = {"opweave": ours, "numpy": numpy_fn}
+            if torch is not None:
+                timed["torch"] = torch_fn
+            med = _interleaved(timed, reps, budget_s=1.0)
+            rows.append((label, 1, "kcall/s", {k: 1 / v / 1e3 for k, v in med.items()}))
+            _print_row(rows[-1])
+    return rows
+
+
 def _print_header() -> None:
     peer = "" if _PEER is None else f"{_PEER[0]:>9}{'ow/' + _PEER[0]:>10}"
     print(
@@ -776,7 +834,9 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=15, help="rounds per case (median)")
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     parser.add_argument(
-        "--only", choices=["matmul", "sum", "array", "nn", "conv", "elementwise"], default=None
+        "--only",
+        choices=["matmul", "sum", "array", "nn", "conv", "elementwise", "eager"],
+        default=None,
     )
     parser.add_argument("--conv-worker", type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument(
@@ -843,6 +903,8 @@ def main() -> None:
         bench_nn(args.threads, reps, big=not args.quick)
     if args.only in (None, "elementwise"):
         bench_elementwise(args.threads, reps, big=not args.quick)
+    if args.only in (None, "eager"):
+        bench_eager(reps)
     if args.only in (None, "conv"):
         bench_conv(args.threads, reps, args.quick, args.clock)
 

@@ -620,3 +620,125 @@ def test_tanh_is_within_four_ulp_and_handles_special_values(dtype: Any) -> None:
     assert ulps.max() <= 4.0
     np.testing.assert_array_equal(np.signbit(got), np.signbit(x))
     assert np.isnan(kernels.tanh(np.array([np.nan], dtype)))[0]
+
+
+# -- eager call plans (OpDef caches one per call signature) ----------------------------------------
+
+
+def test_cached_calls_key_python_values_exactly() -> None:
+    a = np.arange(4, dtype=np.float32)
+    for s in (2.0, 3.0, -0.0, 0.0, 2.0):
+        for _ in range(2):  # the second call of each signature runs the cached plan
+            np.testing.assert_array_equal(kernels.add(a, s), a + np.float32(s))
+    i = np.arange(4, dtype=np.int32)
+    np.testing.assert_array_equal(kernels.add(i, 2), i + 2)
+    np.testing.assert_array_equal(kernels.add(i, 2), i + 2)
+    # The same value as a float or a bool is still refused after an int was accepted.
+    with pytest.raises(TypeError):
+        kernels.add(i, 2.0)
+    with pytest.raises(TypeError):
+        kernels.add(i, True)
+
+
+def test_cached_calls_key_the_values_a_shape_function_reads() -> None:
+    x = np.arange(6, dtype=np.float32)
+    for shape in ([2, 3], [3, 2], [2, 3], [6], [3, 2]):
+        for s in (shape, np.array(shape, dtype=np.int32)):
+            assert kernels.reshape(x, s).shape == tuple(shape)
+    with pytest.raises(ValueError, match="Cannot reshape"):
+        kernels.reshape(x, np.array([4, 2], dtype=np.int32))
+
+
+def test_cached_calls_still_check_attrs_and_threads() -> None:
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    np.testing.assert_array_equal(kernels.reduce_sum(x, 1), x.sum(1))
+    np.testing.assert_array_equal(kernels.reduce_sum(x, 1), x.sum(1))
+    for bad in (5, -3, 1.0, True, "1", 2**70):
+        with pytest.raises((TypeError, ValueError, opweave.errors.InvalidArgumentError)):
+            kernels.reduce_sum(x, bad)
+    np.testing.assert_array_equal(kernels.reduce_sum(x, 1, _num_threads=2), x.sum(1))
+    for bad_threads in (0, -1, True, 1.5, "2"):
+        with pytest.raises((TypeError, ValueError)):
+            kernels.reduce_sum(x, 1, _num_threads=bad_threads)
+
+
+def test_cached_calls_take_views_byte_swapped_and_foreign_operands() -> None:
+    a = np.arange(12, dtype=np.float64)
+    b = np.ones(6, dtype=np.float64)
+    kernels.add(a[:6], b)
+    kernels.add(a[:6], b)
+    np.testing.assert_array_equal(kernels.add(a[::2], b), a[::2] + 1)
+    np.testing.assert_array_equal(kernels.add(a[::-2], b), a[::-2] + 1)
+    swapped = a[:6].astype(">f8")
+    np.testing.assert_array_equal(kernels.add(swapped, b), a[:6] + 1)
+    np.testing.assert_array_equal(kernels.add(a[:6].tolist(), b), a[:6] + 1)
+    for bad in (a[:6].astype(np.complex128), np.array([object()] * 6), object()):
+        with pytest.raises((TypeError, ValueError)):
+            kernels.add(bad, b)
+    with pytest.raises((TypeError, ValueError)):
+        kernels.add(a[:6], b.astype(np.float32))
+    # Kernel-time errors still come from the run of a cached plan.
+    idx = np.array([0, 1], dtype=np.int32)
+    kernels.gather(a, idx)
+    kernels.gather(a, idx)
+    with pytest.raises(opweave.errors.InvalidArgumentError):
+        kernels.gather(a, np.array([0, 99], dtype=np.int32))
+
+
+def test_cached_stub_calls_bind_arguments_as_the_whole_path_does() -> None:
+    x = np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+    want = np.cumsum(x, axis=1)
+    for _ in range(2):  # the second round runs cached plans
+        np.testing.assert_array_equal(kernels.cumsum(x, 1), want)
+        np.testing.assert_array_equal(kernels.cumsum(x, axis=1), want)
+        np.testing.assert_array_equal(kernels.cumsum(x=x, axis=1, reverse=False), want)
+        np.testing.assert_array_equal(kernels.cumsum(x), np.cumsum(x, axis=0))
+        reverse = np.flip(np.cumsum(np.flip(x, 1), axis=1), 1)
+        np.testing.assert_array_equal(kernels.cumsum(x, 1, False, True), reverse)
+        np.testing.assert_array_equal(kernels.sin(x, name="s"), np.sin(x))
+    with pytest.raises(TypeError):
+        kernels.cumsum(x, 1, axis=1)
+    with pytest.raises(TypeError):
+        kernels.cumsum(x, bogus=1)
+    with pytest.raises(TypeError):
+        kernels.cumsum()
+    with pytest.raises(TypeError):
+        kernels.sin(x, name=5)
+    with pytest.raises(TypeError):
+        kernels.cumsum(x, 1, False, False, "n", "extra")
+
+
+_COMPARISONS = [
+    ("equal", np.equal),
+    ("not_equal", np.not_equal),
+    ("less", np.less),
+    ("less_equal", np.less_equal),
+    ("greater", np.greater),
+    ("greater_equal", np.greater_equal),
+]
+
+
+@pytest.mark.parametrize(("op", "ref"), _COMPARISONS)
+@pytest.mark.parametrize(
+    "dtype", [np.float32, np.float64, np.int32, np.int64, np.int8, np.int16, np.uint8]
+)
+def test_flat_comparisons_match_numpy_at_every_vector_tail(op: str, ref: Any, dtype: Any) -> None:
+    # Lengths around the 16- and 32-byte vector widths (the baseline and AVX2 loops), NaN among
+    # the floats, and a one-element operand on either side.
+    rng = np.random.default_rng(7)
+    fn = getattr(kernels, op)
+    for n in (1, 3, 15, 16, 17, 31, 32, 33, 63, 64, 65, 129, 1000):
+        a = rng.integers(-3, 4, n).astype(dtype)
+        b = rng.integers(-3, 4, n).astype(dtype)
+        if np.dtype(dtype).kind == "f":
+            a[::5] = np.nan
+            b[::7] = np.inf
+        s = np.asarray(b[0])
+        np.testing.assert_array_equal(fn(a, b), ref(a, b))
+        np.testing.assert_array_equal(fn(a, s), ref(a, s))
+        np.testing.assert_array_equal(fn(s, b), ref(s, b))
+    big_a = rng.standard_normal(300_000).astype(np.float32).astype(dtype)
+    big_b = rng.standard_normal(300_000).astype(np.float32).astype(dtype)
+    one = fn(big_a, big_b, _num_threads=1)
+    np.testing.assert_array_equal(one, ref(big_a, big_b))
+    np.testing.assert_array_equal(fn(big_a, big_b, _num_threads=3), one)

@@ -3,6 +3,8 @@
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
+#include <cstdint>
+#include <cstring>
 #include <sstream>
 
 #include "numpy_tensor.h"
@@ -33,29 +35,54 @@ AttrValue attr_from_python(const py::handle& v) {
   throw py::type_error("unsupported attribute value: " + py::repr(v).cast<std::string>());
 }
 
-std::string attr_cache_key(const AttrValue& value) {
+namespace {
+
+void put_length_prefixed(std::ostringstream& out, const std::string& s) {
+  out << s.size() << ':' << s;
+}
+
+void put_double(std::ostringstream& out, double d) {
+  std::uint64_t bits = 0;
+  std::memcpy(&bits, &d, sizeof bits);  // every bit: 0.2 and 0.2000001, 0 and -0 differ
+  out << std::hex << bits << std::dec;
+}
+
+}  // namespace
+
+std::optional<std::string> attr_cache_key(const AttrValue& value) {
   std::ostringstream out;
+  out << value.index() << '#';  // the kind, so an int 1 and a bool true differ
+  bool cacheable = true;
   std::visit(
-      [&out](const auto& v) {
+      [&](const auto& v) {
         using V = std::decay_t<decltype(v)>;
-        if constexpr (std::is_same_v<V, std::int64_t> || std::is_same_v<V, double> ||
-                      std::is_same_v<V, bool> || std::is_same_v<V, std::string>) {
+        if constexpr (std::is_same_v<V, std::int64_t> || std::is_same_v<V, bool>) {
           out << v;
+        } else if constexpr (std::is_same_v<V, double>) {
+          put_double(out, v);
+        } else if constexpr (std::is_same_v<V, std::string>) {
+          put_length_prefixed(out, v);
         } else if constexpr (std::is_same_v<V, DType>) {
           out << dtype_name(v);
-        } else if constexpr (std::is_same_v<V, std::vector<std::int64_t>> ||
-                             std::is_same_v<V, std::vector<double>> ||
-                             std::is_same_v<V, std::vector<std::string>>) {
+        } else if constexpr (std::is_same_v<V, std::vector<std::int64_t>>) {
           for (const auto& e : v) out << e << ',';
+        } else if constexpr (std::is_same_v<V, std::vector<double>>) {
+          for (const auto& e : v) {
+            put_double(out, e);
+            out << ',';
+          }
+        } else if constexpr (std::is_same_v<V, std::vector<std::string>>) {
+          for (const auto& e : v) put_length_prefixed(out, e);
         } else if constexpr (std::is_same_v<V, std::vector<DType>>) {
           for (DType e : v) out << dtype_name(e) << ',';
         } else {
-          // Tensors and functions: by identity (eager calls never pass them; distinct objects
-          // must not share a cached kernel).
-          out << "@" << static_cast<const void*>(&v);
+          // Tensors and functions have no value key (and an address may be reused by the next
+          // call's value): kernels made with them are not cached.
+          cacheable = false;
         }
       },
       value);
+  if (!cacheable) return std::nullopt;
   return out.str();
 }
 

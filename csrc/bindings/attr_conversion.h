@@ -4,6 +4,7 @@
 
 #include <pybind11/pybind11.h>
 
+#include <optional>
 #include <string>
 
 #include "opweave/graph/graph.h"
@@ -16,7 +17,8 @@ namespace opweave::bindings {
 // TypeError / OverflowError for anything else.
 AttrValue attr_from_python(const pybind11::handle& value);
 
-// A string that identifies the attribute's value, for caching kernels by their attributes.
-std::string attr_cache_key(const AttrValue& value);
+// A string that identifies the attribute's value exactly (kind and every bit), for caching kernels
+// by their attributes; nullopt for values that have none (tensors, functions).
+std::optional<std::string> attr_cache_key(const AttrValue& value);
 
 }  // namespace opweave::bindings

@@ -84,47 +84,98 @@ auto without_gil(Fn&& fn) {
 std::shared_ptr<const Kernel> kernel_for(const NodeDef& node) {
   static std::mutex mutex;
   static auto* cache = new std::map<std::string, std::shared_ptr<const Kernel>>();  // leaked
+  // Attribute names are identifiers and values are length-prefixed: distinct attrs, distinct keys.
   std::string key = node.op;
-  for (const auto& [name, value] : node.attrs) key += "\x1f" + name + "=" + attr_cache_key(value);
+  bool cacheable = true;
+  for (const auto& [name, value] : node.attrs) {
+    const std::optional<std::string> part = attr_cache_key(value);
+    if (!part) {
+      cacheable = false;
+      break;
+    }
+    key += "\x1f" + name + "=" + *part;
+  }
   std::lock_guard<std::mutex> lock(mutex);  // guards the cache; making a kernel never blocks
-  auto it = cache->find(key);
-  if (it != cache->end()) return it->second;
+  if (cacheable) {
+    auto it = cache->find(key);
+    if (it != cache->end()) return it->second;
+  }
   const KernelDef def = find_kernel(node.op);
   if (def.stateful) {
     throw OpError(ErrorCode::kFailedPrecondition,
                   "op " + node.op + " keeps state between runs and runs only in a Session");
   }
   auto kernel = std::make_shared<const Kernel>(def.make(node));
+  if (!cacheable) return kernel;
   if (cache->size() > 4096) cache->clear();  // bounded: attrs may vary without end
   cache->emplace(std::move(key), kernel);
   return kernel;
 }
 
-std::vector<py::array> run_op(const std::string& op, const std::vector<py::array>& inputs,
-                              const py::dict& attrs, int num_outputs, int num_threads) {
+// An op's node and kernel, made once for a fixed (op, attrs, number of outputs) and run many
+// times: opweave.kernels keeps one per cached call signature, so a call converts no attributes
+// and looks up no kernel.
+struct PreparedOp {
   NodeDef node;
-  node.name = op;
-  node.op = op;
-  node.num_outputs = num_outputs;
-  for (const auto& [k, v] : attrs) node.attrs[k.cast<std::string>()] = attr_from_python(v);
-  const std::shared_ptr<const Kernel> kernel = kernel_for(node);
-  std::vector<Tensor> slots;
-  slots.reserve(inputs.size() + static_cast<std::size_t>(num_outputs));
-  for (const py::array& a : inputs) slots.push_back(borrow(a));
-  std::vector<int> index(inputs.size());
-  for (std::size_t i = 0; i < index.size(); ++i) index[i] = static_cast<int>(i);
-  slots.resize(inputs.size() + static_cast<std::size_t>(num_outputs));
+  std::shared_ptr<const Kernel> kernel;
+};
+
+PreparedOp prepare(const std::string& op, const py::dict& attrs, int num_outputs) {
+  if (num_outputs < 0) throw py::value_error("num_outputs must be >= 0");
+  PreparedOp p;
+  p.node.name = op;
+  p.node.op = op;
+  p.node.num_outputs = num_outputs;
+  for (const auto& [k, v] : attrs) p.node.attrs[k.cast<std::string>()] = attr_from_python(v);
+  p.kernel = kernel_for(p.node);
+  return p;
+}
+
+// Up to this many inputs and outputs live on the stack (every op but long concats and splits).
+constexpr std::size_t kInlineSlots = 8;
+
+// Runs the prepared kernel on `inputs` (a list or tuple of arrays); returns its outputs as a list.
+py::list run_prepared(const PreparedOp& p, const py::handle& inputs, int num_threads) {
+  if (!PyList_Check(inputs.ptr()) && !PyTuple_Check(inputs.ptr())) {
+    throw py::type_error("inputs must be a list or tuple of arrays");
+  }
+  const auto seq = py::reinterpret_borrow<py::sequence>(inputs);
+  const std::size_t n_in = seq.size();
+  const auto n_out = static_cast<std::size_t>(p.node.num_outputs);
+  std::vector<Tensor> heap_slots;
+  std::vector<int> heap_index;
+  Tensor stack_slots[kInlineSlots];
+  int stack_index[kInlineSlots];
+  Tensor* slots = stack_slots;
+  int* index = stack_index;
+  if (n_in + n_out > kInlineSlots) {
+    heap_slots.resize(n_in + n_out);
+    heap_index.resize(n_in);
+    slots = heap_slots.data();
+    index = heap_index.data();
+  }
+  for (std::size_t i = 0; i < n_in; ++i) {
+    const py::handle item = seq[i];
+    if (!py::isinstance<py::array>(item)) throw py::type_error("inputs must be NumPy arrays");
+    slots[i] = borrow(py::reinterpret_borrow<py::array>(item));
+    index[i] = static_cast<int>(i);
+  }
   ThreadPool* pool = pool_for(num_threads);
   without_gil([&] {
-    KernelContext ctx{
-        node, InputList(slots.data(), index.data(), inputs.size()),
-        OutputList(slots.data() + inputs.size(), static_cast<std::size_t>(num_outputs)), pool};
-    (*kernel)(ctx);
+    KernelContext ctx{p.node, InputList(slots, index, n_in), OutputList(slots + n_in, n_out), pool};
+    (*p.kernel)(ctx);
     return 0;
   });
-  std::vector<py::array> out;
-  for (std::size_t i = inputs.size(); i < slots.size(); ++i) out.push_back(to_numpy(slots[i]));
+  py::list out(n_out);
+  for (std::size_t i = 0; i < n_out; ++i) {
+    out[i] = to_numpy(slots[n_in + i]);
+  }
   return out;
+}
+
+py::list run_op(const std::string& op, const py::handle& inputs, const py::dict& attrs,
+                int num_outputs, int num_threads) {
+  return run_prepared(prepare(op, attrs, num_outputs), inputs, num_threads);
 }
 
 }  // namespace
@@ -133,6 +184,15 @@ void register_kernels(py::module_& m) {
   m.def("run_op", &run_op, py::arg("op"), py::arg("inputs"), py::arg("attrs"),
         py::arg("num_outputs"), py::arg("num_threads") = 0,
         "Runs the kernel registered for `op` on arrays; returns its outputs.");
+  py::class_<PreparedOp>(m, "PreparedOp",
+                         "An op's kernel made for fixed attributes (prepare_op), run by "
+                         "run_prepared.")
+      .def_property_readonly("op", [](const PreparedOp& p) { return p.node.op; });
+  m.def("prepare_op", &prepare, py::arg("op"), py::arg("attrs"), py::arg("num_outputs"),
+        "The kernel registered for `op`, made for `attrs`, to run many times.");
+  m.def("run_prepared", &run_prepared, py::arg("prepared"), py::arg("inputs"),
+        py::arg("num_threads") = 0,
+        "Runs a prepared kernel on a list or tuple of arrays; returns its outputs.");
   m.def(
       "matmul_into",
       [](const py::array& a, const py::array& b, bool transpose_a, bool transpose_b,

@@ -163,6 +163,17 @@ def run_op(
     num_outputs: int,
     num_threads: int = ...,
 ) -> list[np.ndarray[Any, Any]]: ...
+
+class PreparedOp:
+    @property
+    def op(self) -> str: ...
+
+def prepare_op(op: str, attrs: dict[str, Any], num_outputs: int) -> PreparedOp: ...
+def run_prepared(
+    prepared: PreparedOp,
+    inputs: Sequence[np.ndarray[Any, Any] | None],
+    num_threads: int = ...,
+) -> list[np.ndarray[Any, Any]]: ...
 def matmul_into(
     a: np.ndarray[Any, Any],
     b: np.ndarray[Any, Any],

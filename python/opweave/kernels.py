@@ -26,6 +26,7 @@ array([0., 2.])
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Callable
 from typing import Any
 
@@ -172,6 +173,10 @@ def __getattr__(name: str) -> Callable[..., Any]:
         if public is None:
             raise AttributeError(f"module 'opweave.kernels' has no attribute {name!r}")
         fn = _cache[name] = eager_function(public, name)
+        # A module attribute from now on, so later lookups skip this function (not for builtin
+        # names such as abs or round: this module's own code must keep seeing the builtins).
+        if not hasattr(builtins, name):
+            globals()[name] = fn
     return fn
 
 

@@ -6,6 +6,8 @@
 #include <type_traits>
 #include <vector>
 
+#include "opweave/cpu_info.h"
+#include "opweave/kernels/compare_loops.h"
 #include "opweave/kernels/elementwise_fns.h"
 #include "opweave/kernels/kernel_util.h"
 #include "opweave/kernels/kernels.h"
@@ -38,21 +40,20 @@ bool compare_one(CompareOp op, const T& a, const T& b) {
   return false;
 }
 
-// Both operands laid out like the output, or one of them a single element: plain loops the
-// compiler vectorises (the same comparison per element as the strided path).
-template <typename T, CompareOp Op>
-void compare_flat(const T* pa, std::int64_t sa, const T* pb, std::int64_t sb, bool* po,
-                  std::int64_t n) {
-  if (sa == 1 && sb == 1) {
-    for (std::int64_t i = 0; i < n; ++i) po[i] = compare_one<T>(Op, pa[i], pb[i]);
-  } else if (sa == 1) {
-    const T bv = *pb;
-    for (std::int64_t i = 0; i < n; ++i) po[i] = compare_one<T>(Op, pa[i], bv);
-  } else {
-    const T av = *pa;
-    for (std::int64_t i = 0; i < n; ++i) po[i] = compare_one<T>(Op, av, pb[i]);
-  }
-}
+// The flat loops (compare_loops.h) of this CPU's widest build.
+template <typename T>
+const compare_detail::FlatFns<T> g_flat_fns =
+#if defined(OPWEAVE_X86_64)
+    isa_flags().can_run_avx2_files() ? compare_detail::flat_fns_avx2<T>() :
+#endif
+                                     compare_detail::flat_fns_baseline<T>();
+
+static_assert(static_cast<int>(CompareOp::kEqual) == compare_detail::kEq &&
+              static_cast<int>(CompareOp::kNotEqual) == compare_detail::kNe &&
+              static_cast<int>(CompareOp::kLess) == compare_detail::kLt &&
+              static_cast<int>(CompareOp::kLessEqual) == compare_detail::kLe &&
+              static_cast<int>(CompareOp::kGreater) == compare_detail::kGt &&
+              static_cast<int>(CompareOp::kGreaterEqual) == compare_detail::kGe);
 
 template <typename T, CompareOp Op>
 void compare_typed(const Tensor& a, const Tensor& b, const Tensor& out, ThreadPool* pool) {
@@ -67,10 +68,11 @@ void compare_typed(const Tensor& a, const Tensor& b, const Tensor& out, ThreadPo
       const T* pa = a.data<T>();
       const T* pb = b.data<T>();
       bool* po = out.data<bool>();
+      const compare_detail::FlatFn<T> fn = g_flat_fns<T>.fn[static_cast<int>(Op)];
       for_elements(
           pool, n, kElementwiseParallelThreshold,
           [&](std::int64_t begin, std::int64_t end) {
-            compare_flat<T, Op>(pa + begin * fa, fa, pb + begin * fb, fb, po + begin, end - begin);
+            fn(pa + begin * fa, fa, pb + begin * fb, fb, po + begin, end - begin);
           },
           1.0);
       return;

@@ -38,7 +38,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from .. import _opweave_core as _core
-from .._core_errors import call_core
+from .._core_errors import call_core, raise_core_error
 from ..dtypes import ANY, INDEX, DType, as_dtype, bool_, float32, implicit_array, int32, int64
 from ..framework import Graph, Operation, Shape, Tensor, format_shape, get_default_graph
 from ..tensor_shape import TensorShape, as_shape
@@ -65,6 +65,7 @@ REGISTRY: dict[str, OpDef] = {}
 PUBLIC: dict[str, Callable[..., Any]] = {}
 
 _REQUIRED = object()
+_MISS = object()  # no cached plan for the call: it takes the whole path
 
 
 # -- eager mode ----------------------------------------------------------------------------------
@@ -90,17 +91,30 @@ def eager_function(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
     many threads instead of the global intra-op pool.
     """
 
+    # An op's stub whose call signature has a plan runs it directly (OpDef._eager_fast); the
+    # plan's kernel makes no nested eager call, so the eager state need not be switched on.
+    fast: Callable[[tuple[Any, ...], dict[str, Any], int], Any] | None = getattr(
+        fn, "_eager_fast", None
+    )
+
     @functools.wraps(fn)
     def run(*args: Any, _num_threads: int | None = None, **kwargs: Any) -> Any:
         threads = 0
         if _num_threads is not None:
             threads = _checks.check_int(_num_threads, "_num_threads", minimum=1, maximum=4096)
-        saved = (_eager.active, _eager.num_threads)
-        _eager.active, _eager.num_threads = True, threads
+        if fast is not None:
+            result = fast(args, kwargs, threads)
+            if result is not _MISS:
+                return result
+        state = _eager
+        saved_active, saved_threads = state.active, state.num_threads
+        state.active = True
+        state.num_threads = threads
         try:
             return fn(*args, **kwargs)
         finally:
-            _eager.active, _eager.num_threads = saved
+            state.active = saved_active
+            state.num_threads = saved_threads
 
     run.__qualname__ = run.__name__ = name
     return run
@@ -228,6 +242,9 @@ class ShapeContext:
     shapes: list[Shape] = field(default_factory=list)  # flattened over list inputs
     dtypes: list[DType] = field(default_factory=list)
     flat: list[Any] = field(default_factory=list)
+    # The (flattened) inputs whose values the shape function read: an eager call signature keys
+    # its cached plan by those values too (see OpDef._eager_key).
+    reads: set[int] = field(default_factory=set)
 
     def shape(self, i: int) -> Shape:
         """The static shape of (flattened) input ``i``."""
@@ -239,11 +256,13 @@ class ShapeContext:
 
     def value(self, i: int) -> np.ndarray[Any, Any] | None:
         """The value of (flattened) input ``i`` when it is known before the run, else None."""
+        self.reads.add(i)
         return constant_value(self.flat[i])
 
     def shape_value(self, i: int) -> Shape:
         """Input ``i`` (an integer vector) read as a shape: partly known values allowed, -1 or an
         unknown element meaning an unknown dimension; None when even its length is unknown."""
+        self.reads.add(i)
         return constant_value_as_shape(self.flat[i])
 
     def error(self, message: str) -> ValueError:
@@ -510,6 +529,14 @@ def convert_to_tensor(
     ...     ow.convert_to_tensor([1, 2]).dtype
     opweave.int32
     """
+    if (
+        type(value) is np.ndarray
+        and dtype is None
+        and preferred_dtype is None
+        and _eager.active
+        and value.dtype in _PASS_THROUGH
+    ):
+        return value  # what the path below returns for it (to_array keeps such an array as is)
     dt = None if dtype is None else as_dtype(dtype)
     value = _auto_pack(value, dt)
     if hasattr(value, "_as_tensor"):  # Variables and other tensor-like objects
@@ -575,6 +602,128 @@ def _operand_dtype(value: Any) -> DType | None:
         except TypeError:
             return None
     return None
+
+
+# -- eager call signatures and plans --------------------------------------------------------------
+
+_NO_KEY = object()  # a value with no exact, hashable key
+_MAX_PLANS = 256  # per op; signatures may vary without end (shapes, scalar values)
+_MAX_KEYED_ELEMENTS = 64  # longer values are not keyed (their calls take the whole path)
+
+# NumPy dtypes of arrays that go to the kernels as they are (native byte order, not string).
+_PASS_THROUGH: dict[np.dtype[Any], DType] = {}
+
+
+def _init_pass_through() -> None:
+    from ..dtypes import ALL, string
+
+    for d in ALL:
+        if d is not string:
+            # NumPy's own dtype object as the key: an array's dtype is usually that very object,
+            # so the lookup ends at an identity check (comparing distinct dtype objects is slow).
+            dt = np.dtype(d.as_numpy_dtype)
+            _PASS_THROUGH[dt if dt.isnative else dt.newbyteorder("=")] = d
+
+
+_init_pass_through()
+
+
+def _value_key(v: Any, depth: int = 0) -> Any:
+    """A hashable key equal for two values exactly when the eager path treats them alike: the
+    type is part of it (1, 1.0 and True differ), floats by value and sign (0.0 and -0.0 differ;
+    NaN never matches), NumPy scalars by dtype and bytes; _NO_KEY for anything else."""
+    t = type(v)
+    if v is None:
+        return None
+    if t is int:
+        return ("i", v)
+    if t is bool:
+        return ("b", v)
+    if t is float:
+        return ("f", v, math.copysign(1.0, v))
+    if t is str:
+        return ("s", v)
+    if t is DType:
+        return ("D", v.name)
+    if t is list or t is tuple:
+        if depth >= 2 or len(v) > _MAX_KEYED_ELEMENTS:
+            return _NO_KEY
+        parts = tuple(_value_key(e, depth + 1) for e in v)
+        if any(p is _NO_KEY for p in parts):
+            return _NO_KEY
+        return ("l" if t is list else "t", parts)
+    if isinstance(v, np.generic) and v.dtype in _PASS_THROUGH:
+        return ("g", v.dtype.str, v.tobytes())
+    if isinstance(v, np.dtype):
+        return ("d", v.str, v.name)
+    if t is type and issubclass(v, np.generic):
+        return ("T", v)
+    return _NO_KEY
+
+
+def _key_operand(v: Any, valued: bool, key: list[Any], flat: list[Any]) -> bool:
+    """Appends operand ``v``'s key part and its flat entry; False when it has no key. An array's
+    part starts with its shape, a tuple, and a value's with a str tag (or is None), so an array's
+    dtype is only ever compared with another array's (a NumPy dtype equals some strings)."""
+    if type(v) is np.ndarray:
+        dt = v.dtype
+        if dt not in _PASS_THROUGH:
+            return False
+        if valued or v.ndim == 0:
+            if v.size > _MAX_KEYED_ELEMENTS:
+                return False
+            key.append((v.shape, dt, v.tobytes()))
+        else:
+            key.append((v.shape, dt))
+        flat.append(v)
+        return True
+    k = _value_key(v)
+    if k is _NO_KEY:
+        return False
+    key.append(k)
+    flat.append(None)
+    return True
+
+
+_RESULT_NONE, _RESULT_ONE, _RESULT_LIST, _RESULT_TUPLE = range(4)
+
+
+class _Plan:
+    """A cached eager call signature: the prepared kernel and the arrays made from the call's
+    Python values (read-only, by flat position); see OpDef._eager_call."""
+
+    __slots__ = ("constants", "kind", "op_def", "prepared")
+
+    def __init__(
+        self,
+        prepared: Any,
+        constants: tuple[tuple[int, np.ndarray[Any, Any]], ...],
+        kind: int,
+        op_def: OpDef,
+    ) -> None:
+        self.prepared = prepared
+        self.constants = constants
+        self.kind = kind
+        self.op_def = op_def
+
+    def run(self, flat: list[Any], num_threads: int) -> Any:
+        for i, const in self.constants:
+            flat[i] = const
+        try:
+            results = _core.run_prepared(self.prepared, flat, num_threads)
+        except _core.CoreError as exc:
+            failure: BaseException = exc
+        else:
+            kind = self.kind
+            if kind == _RESULT_ONE:
+                return results[0]
+            if kind == _RESULT_LIST:
+                return results
+            if kind == _RESULT_TUPLE:
+                return self.op_def._tuple(*results)
+            return None
+        raise_core_error(failure)  # outside the except block: no CoreError shown as context
+        return None  # unreachable (raise_core_error never returns); for RET503
 
 
 # -- the op definition ---------------------------------------------------------------------------
@@ -652,6 +801,15 @@ class OpDef:
         self.default_name = default_name or type
         self.doc = doc
         self._arg_names = [a.name for a in self.inputs] + list(self.attrs)
+        self._n_inputs = len(self.inputs)
+        self._input_is_list = tuple(bool(a.number_attr or a.is_list) for a in self.inputs)
+        self._arg_position = {a: i for i, a in enumerate(self._arg_names)}
+        self._unset_tail: list[Any] = [_REQUIRED] * self._n_inputs + [None] * len(self.attrs)
+        # Variables (ref inputs) and stateful ops never run eagerly: no plans to keep.
+        self._no_plans = stateful or any(a.is_ref for a in self.inputs)
+        # Eager plans by call signature, and the inputs whose values key them (_eager_call).
+        self._plans: dict[tuple[Any, ...], _Plan] = {}
+        self._eager_reads: frozenset[int] = frozenset()
         for spec in self.inputs + self.outputs:
             t = spec.type_attr
             if t is not None and t not in self.types and t not in self.attrs:
@@ -670,21 +828,184 @@ class OpDef:
     # -- calling --------------------------------------------------------------------------------
     def __call__(self, *args: Any, name: str | None = None, **kwargs: Any) -> Any:
         """Build the op (graph mode) or run its kernel (eager mode); see the class docstring."""
+        if _eager.active:
+            keyed = self._eager_key(args, kwargs, name)
+            if keyed is not None:
+                plan = self._plans.get(keyed[0])
+                if plan is not None:
+                    return plan.run(keyed[1], _eager.num_threads)
+            return self._eager_call(args, kwargs, name, keyed)
         values = self._bind(args, kwargs)
         name = _checks.check_name(name, self.default_name)
-        if not _eager.active:
-            # The node's final name, so errors name it; "scope/" is taken as is (TensorFlow's
-            # convention for a name that is already a unique scope name).
-            name = name[:-1] if name.endswith("/") else get_default_graph().unique_name(name)
+        # The node's final name, so errors name it; "scope/" is taken as is (TensorFlow's
+        # convention for a name that is already a unique scope name).
+        name = name[:-1] if name.endswith("/") else get_default_graph().unique_name(name)
         inputs = self._convert_inputs(values, name)
         attrs = self._check_attrs(values)
         dtypes = self._resolve_types(inputs, attrs, name)
         ctx = self._shape_context(inputs, attrs, name)
         out_shapes = self._infer_shapes(ctx)
         out_dtypes = self._output_dtypes(dtypes, attrs, len(out_shapes))
-        if _eager.active:
-            return self._compute(ctx, attrs, dtypes, out_dtypes)
         return self._build(ctx, attrs, dtypes, out_dtypes, out_shapes, name)
+
+    # -- eager calls ----------------------------------------------------------------------------
+    #
+    # Everything a call checks and infers before its kernel runs (argument binding, conversions
+    # of Python values, attribute checks, dtype resolution, shape inference, the core attributes)
+    # is a function of its call signature: each array operand's dtype and shape, the exact value
+    # of every other argument, and the values of the arrays the shape function reads. The first
+    # call of a signature goes the whole way (so every error is raised exactly as before) and
+    # leaves a plan: the prepared kernel plus the arrays made from Python values. Later calls of
+    # the signature only build the key and run the plan.
+
+    def _eager_call(
+        self,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        name: Any,
+        keyed: tuple[tuple[Any, ...], list[Any]] | None,
+    ) -> Any:
+        """A call that takes the whole path, leaving a plan when it has a signature."""
+        values = self._bind(args, kwargs)
+        name = _checks.check_name(name, self.default_name)
+        inputs = self._convert_inputs(values, name)
+        attrs = self._check_attrs(values)
+        dtypes = self._resolve_types(inputs, attrs, name)
+        ctx = self._shape_context(inputs, attrs, name)
+        out_shapes = self._infer_shapes(ctx)
+        out_dtypes = self._output_dtypes(dtypes, attrs, len(out_shapes))
+        if self.stateful:
+            raise TypeError(f"{self.type} keeps state between runs; it runs only in a Session")
+        from ..framework import _core_attrs
+
+        arrays = [np.asarray(a) for a in ctx.flat]
+        core_attrs = _core_attrs(self._core_attrs(attrs, dtypes))
+        results = call_core(
+            _core.run_op, self.type, arrays, core_attrs, len(out_dtypes), _eager.num_threads
+        )
+        if keyed is not None:
+            self._remember(args, kwargs, name, ctx, arrays, core_attrs, len(out_dtypes))
+        return self._result(tuple(results), None)
+
+    def _eager_key(
+        self, args: tuple[Any, ...], kwargs: dict[str, Any], name: Any
+    ) -> tuple[tuple[Any, ...], list[Any]] | None:
+        """The call's signature and its flattened operands (the arrays; None where a Python
+        value goes), or None when the call has no signature to cache by (the whole path runs)."""
+        if (name is not None and type(name) is not str) or self._no_plans:
+            return None
+        n_in = self._n_inputs
+        if kwargs:
+            n = len(args)
+            if n > len(self._arg_names):
+                return None
+            # Every argument at its position: an input not given stays _REQUIRED (no key), an
+            # attr not given is None.
+            full = list(args) + self._unset_tail[n:]
+            position = self._arg_position
+            for k, v in kwargs.items():
+                if position.get(k, -1) < n:  # unknown, or given by position too
+                    return None
+                full[position[k]] = v
+            ins: Sequence[Any] = full[:n_in]
+            attrs: Sequence[Any] = full[n_in:]
+        else:
+            if not n_in <= len(args) <= len(self._arg_names):
+                return None
+            ins = args[:n_in]
+            # Attrs not given are None, as in the keyword form: both forms have one key.
+            attrs = args[n_in:] + (None,) * (len(self._arg_names) - len(args))
+        reads = self._eager_reads
+        key: list[Any] = []
+        flat: list[Any] = []
+        is_list_input = self._input_is_list
+        # By index, not zip(..., strict=True): a keyword call of zip costs more than the loop.
+        for i in range(n_in):
+            v = ins[i]
+            if is_list_input[i]:
+                if type(v) is not list and type(v) is not tuple:
+                    return None
+                key.append(len(v))
+                for e in v:
+                    if not _key_operand(e, len(flat) in reads, key, flat):
+                        return None
+            elif (
+                type(v) is np.ndarray
+                and v.ndim
+                and v.dtype in _PASS_THROUGH
+                and not (reads and len(flat) in reads)
+            ):
+                # The common case, inline: an array whose value no shape function reads (the
+                # same part as _key_operand's).
+                key.append((v.shape, v.dtype))
+                flat.append(v)
+            elif not _key_operand(v, len(flat) in reads, key, flat):
+                return None
+        for v in attrs:
+            if v is None:
+                key.append(None)
+            else:
+                k = _value_key(v)
+                if k is _NO_KEY:
+                    return None
+                key.append(k)
+        return tuple(key), flat
+
+    def _eager_fast(self, args: tuple[Any, ...], num_threads: int) -> Any:
+        """The result of a call (all arguments by position, in ``_arg_names`` order, no name)
+        whose signature has a plan; _MISS when it has none."""
+        keyed = self._eager_key(args, {}, None)
+        if keyed is None:
+            return _MISS
+        plan = self._plans.get(keyed[0])
+        if plan is None:
+            return _MISS
+        return plan.run(keyed[1], num_threads)
+
+    def _remember(
+        self,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        name: Any,
+        ctx: ShapeContext,
+        arrays: list[np.ndarray[Any, Any]],
+        core_attrs: dict[str, Any],
+        num_outputs: int,
+    ) -> None:
+        """Caches the plan of a call that went the whole way (see _eager_call)."""
+        if not ctx.reads <= self._eager_reads:
+            # The shape function read more values than the signatures so far held: from now on
+            # they are part of the key (older plans are keyed without them and are dropped).
+            self._eager_reads = self._eager_reads | frozenset(ctx.reads)
+            self._plans.clear()
+        keyed = self._eager_key(args, kwargs, name)
+        if keyed is None:
+            return
+        key, flat = keyed
+        constants: list[tuple[int, np.ndarray[Any, Any]]] = []
+        for i, (given, used) in enumerate(zip(flat, arrays, strict=True)):
+            if given is used:
+                continue
+            if given is not None and given.ndim != 0 and i not in self._eager_reads:
+                return  # an array converted by its value, which the key does not hold
+            const = np.array(used, copy=True)
+            const.flags.writeable = False
+            constants.append((i, const))
+        try:
+            prepared = call_core(_core.prepare_op, self.type, core_attrs, num_outputs)
+        except Exception:  # no plan; the call itself succeeded
+            return
+        if len(self._plans) >= _MAX_PLANS:
+            self._plans.clear()
+        self._plans[key] = _Plan(prepared, tuple(constants), self._result_kind(), self)
+
+    def _result_kind(self) -> int:
+        if not self.outputs:
+            return _RESULT_NONE
+        if len(self.outputs) == 1:
+            a = self.outputs[0]
+            return _RESULT_LIST if (a.number_attr or a.is_list) else _RESULT_ONE
+        return _RESULT_TUPLE
 
     def _bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
         if len(args) > len(self._arg_names):
@@ -934,28 +1255,6 @@ class OpDef:
         )
         return self._result(op_.outputs, op_)
 
-    def _compute(
-        self,
-        ctx: ShapeContext,
-        attrs: dict[str, Any],
-        dtypes: dict[str, DType],
-        out_dtypes: list[DType],
-    ) -> Any:
-        if self.stateful:
-            raise TypeError(f"{self.type} keeps state between runs; it runs only in a Session")
-        from ..framework import _core_attrs
-
-        arrays = [np.asarray(a) for a in ctx.flat]
-        results = call_core(
-            _core.run_op,
-            self.type,
-            arrays,
-            _core_attrs(self._core_attrs(attrs, dtypes)),
-            len(out_dtypes),
-            _eager.num_threads,
-        )
-        return self._result(tuple(results), None)
-
     def _result(self, outputs: tuple[Any, ...], op_: Operation | None) -> Any:
         if not self.outputs:
             return op_
@@ -1033,12 +1332,40 @@ def op(type: str, **definition: Any) -> Callable[[F], F]:
             if stub and p != "name" and p not in names:
                 raise TypeError(f"{fn.__name__}: parameter {p!r} is not an input or attr of {type}")
 
+        # A stub whose parameters are all plain (positional or keyword) binds its arguments
+        # itself; anything unusual (a missing or unexpected argument) goes through inspect,
+        # which raises Python's own TypeError.
+        params = list(sig.parameters.values())
+        plain = stub and all(p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD for p in params)
+        param_names = tuple(p.name for p in params)
+        param_set = frozenset(param_names)
+        defaults = {p.name: p.default for p in params if p.default is not inspect.Parameter.empty}
+
+        def bind_stub(args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+            if plain and len(args) <= len(param_names):
+                values = dict(zip(param_names, args, strict=False))
+                for k, v in kwargs.items():
+                    if k in values or k not in param_set:
+                        break
+                    values[k] = v
+                else:
+                    if len(values) == len(param_names):
+                        return values
+                    for k in param_names:
+                        if k not in values:
+                            if k not in defaults:
+                                break
+                            values[k] = defaults[k]
+                    else:
+                        return values
+            bound = sig.bind(*args, **kwargs)
+            bound.apply_defaults()
+            return dict(bound.arguments)
+
         @functools.wraps(fn)
         def public_fn(*args: Any, **kwargs: Any) -> Any:
             if stub:
-                bound = sig.bind(*args, **kwargs)
-                bound.apply_defaults()
-                values = dict(bound.arguments)
+                values = bind_stub(args, kwargs)
                 name = values.pop("name", None)
                 return op_def(name=name, **values)
             result = fn(*args, **kwargs)
@@ -1047,10 +1374,55 @@ def op(type: str, **definition: Any) -> Callable[[F], F]:
             return result
 
         public_fn.op_def = op_def  # type: ignore[attr-defined]
+        # opweave.kernels' shortcut to a cached plan (eager_function), for a plain stub whose
+        # parameters are the op's inputs and attrs in the op's order (then maybe name).
+        own = tuple(p for p in param_names if p != "name")
+        if (
+            plain
+            and own == tuple(op_def._arg_names[: len(own)])
+            and param_names[len(own) :] in ((), ("name",))
+        ):
+            public_fn._eager_fast = _stub_fast_path(op_def, own, defaults)  # type: ignore[attr-defined]
         PUBLIC[fn.__name__] = public_fn
         return public_fn  # type: ignore[return-value]
 
     return wrap
+
+
+def _stub_fast_path(
+    op_def: OpDef, own: tuple[str, ...], defaults: dict[str, Any]
+) -> Callable[[tuple[Any, ...], dict[str, Any], int], Any]:
+    """The arguments of a call to a plain stub as the op's positional arguments, run through
+    OpDef._eager_fast; _MISS (the whole path, which raises any error) for anything else: a
+    missing, repeated or unknown argument, or a name."""
+    n_own = len(own)
+    pad = tuple(defaults.get(p, _REQUIRED) for p in own)
+    # The fewest positional arguments that leave no required parameter unset.
+    min_args = max((i + 1 for i, d in enumerate(pad) if d is _REQUIRED), default=0)
+    position = {p: i for i, p in enumerate(own)}
+
+    def fast(args: tuple[Any, ...], kwargs: dict[str, Any], num_threads: int) -> Any:
+        n = len(args)
+        if not kwargs:
+            if n >= n_own:
+                return op_def._eager_fast(args, num_threads) if n == n_own else _MISS
+            if n < min_args:
+                return _MISS
+            return op_def._eager_fast(args + pad[n:], num_threads)
+        if n > n_own:
+            return _MISS
+        full = list(args) + list(pad[n:])
+        for k, v in kwargs.items():
+            i = position.get(k, -1)
+            if i < n:  # unknown (or name), or given twice
+                return _MISS
+            full[i] = v
+        for i in range(n, min_args):
+            if full[i] is _REQUIRED:
+                return _MISS
+        return op_def._eager_fast(tuple(full), num_threads)
+
+    return fast
 
 
 def public(fn: F) -> F:
