@@ -9,6 +9,11 @@ What a dataflow runtime adds on top of its kernels, measured the same way for ea
   that it runs the same 1000 nodes: Grappler folds chains of constant adds/muls into one node.
   Its Grappler-on figure is printed on its own labelled row for reference.
   TorchScript: the same 1000 ops unrolled in one scripted function (its interpreter's per-op cost).
+  opweave runs with its graph optimizer off here too (OptimizerOptions.L0), for the same reason.
+- optimizer: the chain of 1000 `x = x + 1.0` (a new constant each step), with each library's
+  graph optimizer on and off: constant folding and the (x + c1) + c2 rewrite collapse it to one
+  add in both opweave and TensorFlow (Grappler), so the optimizer-on row is a run's fixed cost
+  plus one tiny op. The target: opweave's time at most 1/4 of TensorFlow's with Grappler on.
 - fixed: Session.run fixed overhead on a 1-op graph (feed a scalar, fetch x + 1), through
   Session.run and through make_callable; TorchScript: calling a scripted x + 1.
 - taskflow: the Taskflow benchmark shapes. Linear chain and binary tree of no_ops (control
@@ -23,7 +28,7 @@ What a dataflow runtime adds on top of its kernels, measured the same way for ea
   fresh process: TensorFlow sizes its global pools at the first Session and PyTorch its inter-op
   pool once, so a fresh process gives every library exactly that setting, configured the way its
   users do it (first Session's ConfigProto; torch.set_num_threads / set_num_interop_threads).
-  TensorFlow keeps its default graph optimisation here (what its users run).
+  TensorFlow and opweave keep their default graph optimisation here (what their users run).
 
 The other sections use inter = intra = 2 for all three libraries. Calls are interleaved round by
 round; each turn first sleeps (so the other libraries' idle workers park instead of stealing a
@@ -31,7 +36,7 @@ core), makes one untimed call, then times a batch of calls. The table shows medi
 
     python bench/executor.py                  # everything
     python bench/executor.py --quick          # fewer sizes and rounds
-    python bench/executor.py --only chain     # one section (chain, fixed, taskflow, mlp)
+    python bench/executor.py --only chain     # one section (chain, optimizer, fixed, taskflow, mlp)
 """
 
 from __future__ import annotations
@@ -118,8 +123,11 @@ def _rounds(
 
 
 # -- configuration -----------------------------------------------------------------------------
-def _ow_config(inter: int = INTER, intra: int = INTRA) -> Any:
-    return ow.ConfigProto(inter_op_parallelism_threads=inter, intra_op_parallelism_threads=intra)
+def _ow_config(inter: int = INTER, intra: int = INTRA, optimize: bool = True) -> Any:
+    config = ow.ConfigProto(inter_op_parallelism_threads=inter, intra_op_parallelism_threads=intra)
+    if not optimize:
+        config.graph_options.optimizer_options.opt_level = ow.OptimizerOptions.L0
+    return config
 
 
 def _tf_config(inter: int = INTER, intra: int = INTRA, grappler: bool = False) -> Any:
@@ -208,7 +216,7 @@ def bench_chain(reps: int, batch_s: float) -> dict[str, float]:
     for n in (1, CHAIN):
         m = ow.models.tiny_chain(length=n)
         fns[f"opweave/{n}"] = _session_callable(
-            "opweave", m.graph, m.fetches, {next(iter(m.feed_dict)): xv}, _ow_config()
+            "opweave", m.graph, m.fetches, {next(iter(m.feed_dict)): xv}, _ow_config(optimize=False)
         )
     if tf is not None:
         for grappler in (False, True):
@@ -269,6 +277,53 @@ def bench_chain(reps: int, batch_s: float) -> dict[str, float]:
             f"(TF/ow {ratio:.2f} marginal, {ratio_total:.2f} total/{CHAIN})"
         )
     return marginal
+
+
+def _add_chain(lib: Any, length: int) -> tuple[Any, Any, Any]:
+    """x = x + 1.0, `length` times: each step makes a new constant."""
+    g = lib.Graph()
+    with g.as_default():
+        x = lib.placeholder(ow.float32 if lib is ow else tf.float32, shape=(1,), name="x")
+        y = x
+        for _ in range(length):
+            y = y + 1.0
+    return g, x, y
+
+
+def bench_optimizer(reps: int, batch_s: float) -> None:
+    """The 1000-step x = x + 1.0 chain with the graph optimizers on and off."""
+    xv = np.zeros(1, np.float32)
+    fns: dict[str, Fn] = {}
+    for on in (True, False):
+        g, x, y = _add_chain(ow, CHAIN)
+        fns[f"opweave/{on}"] = _session_callable("opweave", g, y, {x: xv}, _ow_config(optimize=on))
+        if tf is not None:
+            tg, tx, ty = _add_chain(tf1, CHAIN)
+            fns[f"tensorflow/{on}"] = _session_callable(
+                "tf", tg, ty, {tx: xv}, _tf_config(grappler=on)
+            )
+    for name, fn in fns.items():
+        got = float(np.asarray(fn()).reshape(-1)[0])
+        if got != CHAIN:
+            print(f"  # WARNING: {name} computed {got}", flush=True)
+    med = _interleaved(fns, reps, batch_s)
+    for on in (True, False):
+        _print_row(
+            f"x = x + 1.0 x{CHAIN}, graph optimizer {'ON' if on else 'OFF'}",
+            "us",
+            {
+                lib: med[f"{lib}/{on}"] * 1e6
+                for lib in ("opweave", "tensorflow")
+                if f"{lib}/{on}" in med
+            },
+        )
+    if tf is not None:
+        ratio = med["opweave/True"] / med["tensorflow/True"]
+        verdict = "met" if ratio <= 0.25 else "NOT met"
+        _note(
+            f"target opweave <= 1/4 of TensorFlow's time, both optimizers on: {verdict} "
+            f"(ow/TF {ratio:.3f}); both fold the chain into one add"
+        )
 
 
 def bench_fixed(reps: int, batch_s: float) -> None:
@@ -441,7 +496,7 @@ def wavefront(x: Tensor, n: int) -> Tensor:
 
 def bench_taskflow(reps: int, batch_s: float, quick: bool) -> None:
     ts = torch.jit.CompilationUnit(_TORCH_TASKFLOW) if torch is not None else None
-    cfg, tcfg = _ow_config(), _tf_config() if tf is not None else None
+    cfg, tcfg = _ow_config(optimize=False), _tf_config() if tf is not None else None
 
     def run_case(label: str, nodes: int, fns: dict[str, Fn]) -> None:
         med = _interleaved(fns, reps, batch_s)
@@ -622,7 +677,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     parser.add_argument("--quick", action="store_true", help="fewer sizes and rounds")
     parser.add_argument("--reps", type=int, default=None, help="rounds per case (median)")
-    parser.add_argument("--only", choices=["chain", "fixed", "taskflow", "mlp"], default=None)
+    parser.add_argument(
+        "--only", choices=["chain", "optimizer", "fixed", "taskflow", "mlp"], default=None
+    )
     parser.add_argument("--mlp-worker", nargs=2, type=int, metavar=("INTER", "INTRA"))
     args = parser.parse_args(argv)
     reps = args.reps or (5 if args.quick else 15)
@@ -650,6 +707,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     _print_header()
     if args.only in (None, "chain"):
         bench_chain(reps, batch_s)
+    if args.only in (None, "optimizer"):
+        bench_optimizer(reps, batch_s)
     if args.only in (None, "fixed"):
         bench_fixed(reps, batch_s)
     if args.only in (None, "taskflow"):

@@ -4,6 +4,11 @@ A graph spec is a list of nodes in topological order; node ``i`` may read only n
 Nodes 0 and 1 are float64 placeholders of shape ``(n, n)``. Every op keeps values in [-1, 1]
 (binary ops average, matmul goes through tanh), so 500-node chains neither overflow nor lose
 all precision, and float64 results match NumPy to ~1e-12.
+
+The ``OPTIMIZABLE`` ops are patterns the graph optimizer rewrites (constants to fold, ``x * 1``,
+``x + 0``, ``x + c`` chains to re-associate, double negations and transposes, a reshape of a
+reshape, the same ``tanh`` twice, an identity with a control dependency); ``addc`` moves values
+by only 1/64, so the 30-node graphs of the property tests stay near [-1, 1].
 """
 
 from __future__ import annotations
@@ -25,6 +30,20 @@ class InjectedFailure(RuntimeError):
 
 UNARY = ["neg", "tanh", "sigmoid", "relu", "identity", "rowmean", "py", "fail", "sleep"]
 BINARY = ["add", "sub", "mul", "max", "matmul"]
+# Patterns for the graph optimizer: "const" reads nothing, "ctl" reads its first input and waits
+# for its second (a control dependency), the others read one input.
+OPTIMIZABLE = [
+    "const",
+    "mul1",
+    "add0",
+    "addc",
+    "negneg",
+    "transpose2",
+    "reshape2",
+    "dup",
+    "ctl",
+]
+ARITY = {"const": 0, "ctl": 2, **dict.fromkeys(BINARY, 2)}
 SLEEP_S = 0.02
 
 
@@ -127,7 +146,21 @@ def needed(spec: Spec, fed: Collection[int] = ()) -> set[int]:
     return seen
 
 
+def const_value(spec: Spec, i: int) -> np.ndarray:
+    """The value of node ``i`` when it is a ``const``: fixed by its index."""
+    return np.random.default_rng(i).uniform(-1, 1, (spec.n, spec.n))
+
+
+def addc_value(i: int) -> float:
+    """What node ``i`` adds when it is an ``addc``: +-1/64 by the parity of its index."""
+    return 1 / 64 if i % 2 == 0 else -1 / 64
+
+
 def _apply(op: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    if op in ("mul1", "add0", "negneg", "transpose2", "reshape2", "ctl"):
+        return a  # x * 1, x + 0, -(-x), ... are x; ctl only waits for b
+    if op == "dup":
+        return (np.tanh(a) + np.tanh(a)) * 0.5
     if op == "neg":
         return -a
     if op == "tanh":
@@ -181,6 +214,12 @@ def evaluate(
         node = spec.nodes[i]
         if node.op == "input" or i in overrides:
             continue
+        if node.op == "const":
+            values[i] = const_value(spec, i)
+            continue
+        if node.op == "addc":
+            values[i] = values[node.inputs[0]] + addc_value(i)
+            continue
         a = values[node.inputs[0]]
         b = values[node.inputs[1]] if len(node.inputs) > 1 else a
         if node.op == "fail":
@@ -205,9 +244,12 @@ def build(spec: Spec) -> Built:
     g = ow.Graph()
     t: list[ow.Tensor] = []
     with g.as_default():
-        for node in spec.nodes:
+        for i, node in enumerate(spec.nodes):
             if node.op == "input":
                 t.append(ow.placeholder(ow.float64, shape=(spec.n, spec.n)))
+                continue
+            if node.op == "const":
+                t.append(ow.constant(const_value(spec, i)))
                 continue
             a = t[node.inputs[0]]
             b = t[node.inputs[1]] if len(node.inputs) > 1 else a
@@ -240,6 +282,23 @@ def build(spec: Spec) -> Built:
                 out = ow.maximum(a, b)
             elif op == "matmul":
                 out = ow.tanh(ow.matmul(a, b))
+            elif op == "mul1":
+                out = a * 1.0
+            elif op == "add0":
+                out = a + 0.0
+            elif op == "addc":
+                out = a + addc_value(i)
+            elif op == "negneg":
+                out = ow.negative(ow.negative(a))
+            elif op == "transpose2":
+                out = ow.transpose(ow.transpose(a))
+            elif op == "reshape2":
+                out = ow.reshape(ow.reshape(a, [-1]), [spec.n, spec.n])
+            elif op == "dup":
+                out = (ow.tanh(a) + ow.tanh(a)) * 0.5
+            elif op == "ctl":
+                with g.control_dependencies([b.op]):
+                    out = ow.identity(a)
             else:  # pragma: no cover
                 raise AssertionError(op)
             t.append(out)

@@ -52,6 +52,9 @@ if [ "$mode" = asan-python ]; then
   rm -rf "$build_dir/pkg"
   mkdir -p "$build_dir/pkg"
   cp -r python/opweave "$build_dir/pkg/opweave"
+  # A development tree links its own build into python/opweave: copying onto that link would
+  # write the ASan build through it, over the development build.
+  rm -f "$build_dir"/pkg/opweave/_opweave_core*.so
   cp "$build_dir"/_opweave_core*.so "$build_dir/pkg/opweave/"
   export PYTHONPATH="$PWD/$build_dir/pkg${PYTHONPATH:+:$PYTHONPATH}"
   # libstdc++ too: python itself does not link it, and ASan resolves the real __cxa_throw for its

@@ -44,6 +44,7 @@ import pytest
         "opweave._flops",
         "opweave.kernels",
         "opweave._memory",
+        "opweave._optimizer",
     ],
 )
 def test_docstring_examples_hold(module: str) -> None:

@@ -20,7 +20,18 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from op_testing import OpCase, all_cases, draw_inputs
 from opweave import _pool, kernels
-from reference import BINARY, InjectedFailure, Node, RowCall, Spec, build, check, evaluate
+from reference import (
+    ARITY,
+    BINARY,
+    OPTIMIZABLE,
+    InjectedFailure,
+    Node,
+    RowCall,
+    Spec,
+    build,
+    check,
+    evaluate,
+)
 
 # OPWEAVE_HYPOTHESIS_EXAMPLES raises the count for a longer bug hunt.
 SETTINGS = settings(
@@ -29,9 +40,10 @@ SETTINGS = settings(
     suppress_health_check=[HealthCheck.too_slow],
 )
 
-# "fail" is one choice in ~30, so most graphs run to the end and some fail on purpose.
+# "fail" is one choice in ~40, so most graphs run to the end and some fail on purpose. The
+# patterns the graph optimizer rewrites (OPTIMIZABLE) are in the mix, so its passes fire here too.
 _UNARY = ["neg", "tanh", "sigmoid", "relu", "identity", "rowmean", "py"]
-_OPS = _UNARY * 3 + BINARY * 2 + ["fail"]
+_OPS = _UNARY * 3 + BINARY * 2 + OPTIMIZABLE + ["fail"]
 
 
 def _row_dtype(case: OpCase) -> Any:
@@ -70,7 +82,7 @@ def _row_call(draw: st.DrawFn) -> RowCall | None:
 
 
 @st.composite
-def graph_specs(draw: st.DrawFn) -> Spec:
+def graph_specs(draw: st.DrawFn, ops: list[str] | None = None) -> Spec:
     n = draw(st.sampled_from([1, 2, 5, 17]))
     nodes = [Node("input"), Node("input")]
     for i in range(2, 2 + draw(st.integers(1, 30))):
@@ -79,8 +91,8 @@ def graph_specs(draw: st.DrawFn) -> Spec:
             if row is not None:
                 nodes.append(Node("row", (draw(st.integers(0, i - 1)),), row))
                 continue
-        op = draw(st.sampled_from(_OPS))
-        arity = 2 if op in BINARY else 1
+        op = draw(st.sampled_from(ops or _OPS))
+        arity = ARITY.get(op, 1)
         nodes.append(Node(op, tuple(draw(st.integers(0, i - 1)) for _ in range(arity))))
     fetches = draw(st.lists(st.integers(0, len(nodes) - 1), min_size=1, max_size=4, unique=True))
     return Spec(n, tuple(nodes), tuple(sorted(fetches)))

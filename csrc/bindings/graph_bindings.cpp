@@ -3,6 +3,7 @@
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
+#include <optional>
 #include <stdexcept>
 
 #include "attr_conversion.h"
@@ -105,7 +106,7 @@ void register_py_func_kernel() {
                      }
                    };
                  },
-                 CostHint::kExpensive});
+                 CostHint::kExpensive, /*stateful=*/true});
 }
 
 }  // namespace
@@ -141,7 +142,10 @@ void register_graph(py::module_& m) {
           "add_node",
           [](Graph& g, const std::string& name, const std::string& op,
              const std::vector<std::pair<int, int>>& inputs, const std::vector<int>& control_inputs,
-             const py::dict& attrs, const std::string& device, int num_outputs) {
+             const py::dict& attrs, const std::string& device, int num_outputs,
+             const std::vector<DType>& output_dtypes,
+             const std::vector<std::optional<std::vector<std::int64_t>>>& output_shapes,
+             bool stateful) {
             NodeDef d;
             d.name = name;
             d.op = op;
@@ -158,10 +162,18 @@ void register_graph(py::module_& m) {
             }
             d.device = device;
             d.num_outputs = num_outputs;
+            d.output_dtypes = output_dtypes;
+            for (const auto& shape : output_shapes) {
+              d.output_shapes.push_back(shape ? StaticShape{true, *shape} : StaticShape{});
+            }
+            d.stateful = stateful;
             return g.add_node(std::move(d));
           },
           py::arg("name"), py::arg("op"), py::arg("inputs"), py::arg("control_inputs"),
-          py::arg("attrs"), py::arg("device"), py::arg("num_outputs"))
+          py::arg("attrs"), py::arg("device"), py::arg("num_outputs"),
+          py::arg("output_dtypes") = std::vector<DType>(),
+          py::arg("output_shapes") = std::vector<std::optional<std::vector<std::int64_t>>>(),
+          py::arg("stateful") = false)
       .def("num_nodes", &Graph::num_nodes);
 
   register_py_func_kernel();

@@ -7,6 +7,7 @@ PYBIND11_MODULE(_opweave_core, m) {
   opweave::bindings::register_pool(m);
   opweave::bindings::register_kernels(m);
   opweave::bindings::register_graph(m);
+  opweave::bindings::register_optimizer(m);
   opweave::bindings::register_session(m);
   opweave::bindings::register_interpreter_exit(m);
   opweave::bindings::register_memory(m);

@@ -13,5 +13,6 @@ void register_session(pybind11::module_& m);
 void register_interpreter_exit(pybind11::module_& m);
 void register_memory(pybind11::module_& m);
 void register_checksum(pybind11::module_& m);
+void register_optimizer(pybind11::module_& m);
 
 }  // namespace opweave::bindings

@@ -56,7 +56,10 @@ from ._threads import (
 )
 from .config import (
     ConfigProto,
+    GraphOptions,
+    OptimizerOptions,
     PoolConfigWarning,
+    RewriterConfig,
     RunMetadata,
     RunOptions,
     ThreadPoolOptionProto,
@@ -118,9 +121,12 @@ __all__ = [
     "Dimension",
     "Graph",
     "GraphKeys",
+    "GraphOptions",
     "InteractiveSession",
     "Operation",
+    "OptimizerOptions",
     "PoolConfigWarning",
+    "RewriterConfig",
     "RunMetadata",
     "RunOptions",
     "Session",

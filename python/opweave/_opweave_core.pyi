@@ -40,6 +40,9 @@ class Graph:
         attrs: dict[str, Any],
         device: str,
         num_outputs: int,
+        output_dtypes: Sequence[DType] = ...,
+        output_shapes: Sequence[Sequence[int] | None] = ...,
+        stateful: bool = ...,
     ) -> int: ...
     def num_nodes(self) -> int: ...
 
@@ -90,9 +93,26 @@ class NodeStats:
     def output_dtypes(self) -> tuple[str, ...]: ...
     @property
     def chunks(self) -> tuple[ChunkStats, ...]: ...
+    @property
+    def original_nodes(self) -> tuple[str, ...]: ...
+
+# -- the graph optimizer (csrc/bindings/optimizer_bindings.cpp) --------------------------------
+
+class OptimizerOptions:
+    passes: list[str]
+    arithmetic_with_constants: bool
+    max_constant_bytes: int
+    min_graph_nodes: int
+    max_iterations: int
+    fail_on_errors: bool
+    def __init__(self) -> None: ...
+    @staticmethod
+    def all() -> OptimizerOptions: ...
+
+def optimizer_pass_names() -> list[str]: ...
 
 class Executor:
-    def __init__(self, graph: Graph) -> None: ...
+    def __init__(self, graph: Graph, optimizer: OptimizerOptions = ...) -> None: ...
     def run(
         self,
         feeds: Sequence[tuple[int, int, np.ndarray[Any, Any]]],
@@ -101,11 +121,33 @@ class Executor:
         inter_pool: InterPool | None,
         timeout_ms: int,
         trace: bool,
-    ) -> tuple[list[np.ndarray[Any, Any]], tuple[list[NodeStats], dict[int, str]] | None]: ...
+        export_graph: int = ...,
+    ) -> tuple[
+        list[np.ndarray[Any, Any]],
+        tuple[list[NodeStats], dict[int, str]] | None,
+        list[dict[str, Any]] | None,
+    ]: ...
+    def optimizer_report(self) -> dict[str, Any] | None: ...
     def place(self, node: str, device: str) -> None: ...
     def num_compiled(self) -> int: ...
     def close(self) -> None: ...
     def num_abandoned_runs(self) -> int: ...
+
+class PreparedRun:
+    """One signature prepared for many runs (Session.make_callable's fast path)."""
+
+    def __init__(
+        self,
+        executor: Executor,
+        feeds: Sequence[tuple[int, int]],
+        fetches: Sequence[tuple[int, int]],
+        targets: Sequence[int],
+        dtypes: Sequence[DType],
+        shapes: Sequence[Sequence[int] | None],
+    ) -> None: ...
+    def run(
+        self, inter_pool: InterPool | None, timeout_ms: int, *values: Any
+    ) -> list[np.ndarray[Any, Any]] | None: ...
 
 def global_inter_pool() -> InterPool: ...
 def named_inter_pool(name: str, num_threads: int) -> InterPool: ...

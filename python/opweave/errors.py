@@ -110,7 +110,7 @@ class OpError(Exception):
     def _attach_graph(self, graph: Any) -> None:
         """Resolve ``node_name`` to the Operation of ``graph`` that failed (for ``.op``)."""
         if self.node_name and self.op is None:
-            # A node the core made itself (none today) would have no Python Operation.
+            # A node the graph optimizer made (a folded constant) has no Python Operation.
             with contextlib.suppress(KeyError, ValueError):
                 self.op = graph.get_operation_by_name(self.node_name)
 

@@ -537,6 +537,7 @@ class Graph:
         name: str,
         control_inputs: Sequence[Operation] = (),
         unique_name: str | None = None,
+        stateful: bool = False,
     ) -> Operation:
         for t in inputs:
             if t.graph is not self:
@@ -573,6 +574,14 @@ class Graph:
                 core_attrs,
                 device,
                 len(outputs),
+                # What shape inference found, for the graph optimizer's proofs (x * ones is x
+                # only if the ones do not broadcast x to a larger shape).
+                [dt._core for dt, _ in outputs],
+                [
+                    None if shape is None else [-1 if d is None else d for d in shape]
+                    for _, shape in outputs
+                ],
+                stateful,
             )
             op = Operation(self, node_id, full, op_type, inputs, deps, device, attrs)
             op.outputs = tuple(Tensor(op, i, dt, shape) for i, (dt, shape) in enumerate(outputs))

@@ -22,15 +22,16 @@ from typing import Any, cast
 
 import numpy as np
 
-from . import _default_session, _runtime, errors
+from . import _default_session, _optimizer, _runtime, errors
 from . import _opweave_core as _core
-from ._core_errors import call_core
+from ._core_errors import call_core, raise_core_error
 from ._flops import op_flops
 from .config import (
     ConfigProto,
     DeviceStepStats,
     IntraOpChunk,
     NodeExecStats,
+    PartitionGraph,
     RunMetadata,
     RunOptions,
     StepStats,
@@ -206,7 +207,8 @@ class Session:
         self._graph = graph
         self._config = config
         self._closed = False
-        self._executor = _core.Executor(graph._core)  # also records where each node is placed
+        # Also records where each node is placed; the graph optimizer's switches are read now.
+        self._executor = _core.Executor(graph._core, _optimizer.core_options(config))
         self._lock = threading.Lock()  # guards placement bookkeeping
         self._placed = 0
         n_cpu = max(1, config.device_count.get("CPU", 1))
@@ -276,18 +278,22 @@ class Session:
 
     @staticmethod
     def _feed_value(t: Tensor, value: Any) -> tuple[int, int, np.ndarray]:
-        if isinstance(value, (Tensor, Operation)):
+        dt = t.dtype
+        if type(value) is np.ndarray and value.dtype == dt.as_numpy_dtype and dt.name != "string":
+            arr = value  # already what implicit_array would return: skip its conversions
+        elif isinstance(value, (Tensor, Operation)):
             raise TypeError(
                 f"The value of a feed cannot be an opweave.{type(value).__name__} (feeding "
                 f"{value.name!r} to {t.name!r}): feed a NumPy array, list or scalar, or run "
                 "the tensor first."
             )
-        try:
-            arr = implicit_array(value, t.dtype)
-        except (TypeError, ValueError, OverflowError) as e:
-            raise TypeError(
-                f"Cannot feed value for Tensor {t.name!r} of dtype {t.dtype.name}: {e}"
-            ) from None
+        else:
+            try:
+                arr = implicit_array(value, dt)
+            except (TypeError, ValueError, OverflowError) as e:
+                raise TypeError(
+                    f"Cannot feed value for Tensor {t.name!r} of dtype {dt.name}: {e}"
+                ) from None
         if not _compatible(t._shape, arr.shape):
             raise ValueError(
                 f"Cannot feed value of shape {arr.shape} for Tensor {t.name!r}, which has "
@@ -323,8 +329,14 @@ class Session:
             and options.trace_level != RunOptions.NO_TRACE
             and run_metadata is not None
         )
+        partitions = (
+            options is not None and options.output_partition_graphs and run_metadata is not None
+        )
+        # The graph the run executed: its structure for a trace (inputs of rewritten nodes), with
+        # attribute values for partition_graphs.
+        export = 2 if partitions else 1 if trace else 0
         try:
-            values, stats = call_core(
+            values, stats, graph_nodes = call_core(
                 self._executor.run,
                 feeds,
                 fetches.fetch_ids,
@@ -332,20 +344,69 @@ class Session:
                 pool,
                 timeout,
                 trace,
+                export,
             )
         except errors.OpError as e:
             e._attach_graph(self._graph)  # .op and .node_def, as TensorFlow's errors carry
             raise
         if trace and run_metadata is not None:
-            run_metadata.step_stats = self._step_stats(stats or ([], {}))
+            run_metadata.step_stats = self._step_stats(stats or ([], {}), graph_nodes or [])
+        if partitions and run_metadata is not None:
+            run_metadata.partition_graphs = [PartitionGraph(list(graph_nodes or []))]
         return fetches.rebuild(values)
 
-    def _step_stats(self, stats: tuple[list[_core.NodeStats], dict[int, str]]) -> StepStats:
+    def optimizer_report(self) -> _optimizer.OptimizerReport | None:
+        """What the graph optimizer did to the signature this session compiled last.
+
+        A signature (the feeds, fetches and targets of a run) is compiled, and optimized, on
+        its first run; later runs reuse it. The report lists each pass with the node counts
+        before and after it and each change it made (folded, merged, removed, rewritten), or
+        says why nothing ran (``ConfigProto.graph_options`` switched the passes off, or the
+        signature has fewer than ``min_graph_nodes`` nodes). None before the first run.
+
+        Examples
+        --------
+        >>> import opweave as ow
+        >>> with ow.Graph().as_default():
+        ...     y = ow.identity(ow.constant(2.0) * 3.0 + 1.0, name="y")
+        ...     with ow.Session() as sess:
+        ...         print(sess.run(y))
+        ...         print(sess.optimizer_report().nodes_after)
+        7.0
+        1
+        """
+        report = self._executor.optimizer_report()
+        return None if report is None else _optimizer.OptimizerReport._from_core(report)
+
+    def _step_stats(
+        self,
+        stats: tuple[list[_core.NodeStats], dict[int, str]],
+        graph_nodes: list[dict[str, Any]],
+    ) -> StepStats:
         nodes, thread_names = stats
+        # Inputs as the executed graph has them (the optimizer may have rewired a node), a feed
+        # named by the tensor fed rather than by the _Arg node that holds it.
+        fed = {n["name"]: n["attr"]["tensor_name"] for n in graph_nodes if n["op"] == "_Arg"}
+
+        def tensor_name(i: str) -> str:
+            if i.startswith("^"):
+                return i
+            node, _, index = i.partition(":")
+            return fed.get(node) or f"{node}:{index or 0}"
+
+        inputs_of = {n["name"]: [tensor_name(i) for i in n["input"]] for n in graph_nodes}
         by_device: dict[str, list[NodeExecStats]] = {}
         for node in nodes:
-            op = self._graph.get_operation_by_name(node.node_name)
+            try:
+                op: Operation | None = self._graph.get_operation_by_name(node.node_name)
+            except KeyError:  # a node the optimizer made (a folded constant of a new name)
+                op = None
             tid, ins, outs = node.thread_id, node.input_shapes, node.output_shapes
+            inputs = inputs_of.get(node.node_name)
+            if inputs is None:
+                inputs = [] if op is None else [t.name for t in op.inputs]
+                inputs += [] if op is None else [f"^{c.name}" for c in op.control_inputs]
+            attrs = op.attrs if op is not None and op.type == node.op else {}
             by_device.setdefault(node.device, []).append(
                 NodeExecStats(
                     node_name=node.node_name,
@@ -356,15 +417,16 @@ class Session:
                     thread_id=tid,
                     thread_name=thread_names.get(tid, f"thread {tid}"),
                     device=node.device,
-                    inputs=[t.name for t in op.inputs] + [f"^{c.name}" for c in op.control_inputs],
+                    inputs=inputs,
                     input_shapes=list(ins),
                     output_shapes=list(outs),
                     output_dtypes=list(node.output_dtypes),
-                    flops=op_flops(node.op, op.attrs, ins, outs),
+                    flops=op_flops(node.op, attrs, ins, outs),
                     intra_op_chunks=[
                         IntraOpChunk(c.begin, c.end, c.start_nanos, c.end_nanos, c.thread_id)
                         for c in node.chunks
                     ],
+                    original_nodes=list(node.original_nodes),
                 )
             )
         return StepStats(
@@ -396,7 +458,9 @@ class Session:
             layout fit are used without copying.
         options : RunOptions, optional
         run_metadata : RunMetadata, optional
-            Receives ``step_stats`` when ``options.trace_level`` asks for tracing.
+            Receives ``step_stats`` when ``options.trace_level`` asks for tracing, and
+            ``partition_graphs`` (the graph the run executed, after the graph optimizer) when
+            ``options.output_partition_graphs`` is set.
 
         Returns
         -------
@@ -497,7 +561,50 @@ class Session:
                 feeds = self._feeds(dict(zip(targets, args, strict=True)))
             return self._run(prepared, feeds, options, run_metadata)
 
-        return call
+        if not distinct:
+            return call
+        return self._fast_callable(prepared, targets, call)
+
+    def _fast_callable(
+        self, prepared: _Fetches, targets: list[Tensor], call: Callable[..., Any]
+    ) -> Callable[..., Any]:
+        """``call`` with a fast path for plain calls (no options): the signature goes to the core
+        once (``PreparedRun``), which takes arrays (and NumPy scalars) of the right dtype and
+        shape as they are and runs a small cheap graph in this thread. Anything else (options,
+        values to convert, a wrong count, a closed session, new ops to place) takes ``call``,
+        which checks and converts as ``Session.run`` does."""
+        core = _core.PreparedRun(
+            self._executor,
+            [(t.op._id, t.value_index) for t in targets],
+            prepared.fetch_ids,
+            prepared.target_ids,
+            [t.dtype._core for t in targets],
+            [
+                None if t._shape is None else [-1 if d is None else d for d in t._shape]
+                for t in targets
+            ],
+        )
+        rebuild = prepared.rebuild
+        pools = self._pools
+        graph = self._graph
+        config = self._config
+
+        def fast(*args: Any, **kwargs: Any) -> Any:
+            if kwargs or self._closed or len(graph._ops) != self._placed:
+                return call(*args, **kwargs)
+            try:
+                values = core.run(pools.for_run(0), config.operation_timeout_in_ms, *args)
+            except _core.CoreError as exc:
+                failure: BaseException = exc
+            else:
+                return call(*args) if values is None else rebuild(values)
+            try:
+                raise_core_error(failure)
+            except errors.OpError as e:
+                e._attach_graph(graph)  # .op and .node_def, as TensorFlow's errors carry
+                raise
+
+        return fast
 
     def as_default(self) -> contextlib.AbstractContextManager[Session]:
         """Make this the default session of this thread inside a ``with`` block.

@@ -30,7 +30,8 @@ What the trace shows:
   parallel loop is its first thread);
 - one slice per op (category ``Op``) on the thread that ran it, with the op type, device, input
   names and shapes, output shapes and dtypes, FLOPs where known, and how long the op waited
-  between becoming ready and starting;
+  between becoming ready and starting; a node the graph optimizer made or rewrote lists the
+  nodes as written it stands for (``original_nodes``), and folded ones do not appear;
 - the pieces of each op's parallel loops (category ``intra-op chunk``) on the threads that ran
   them, so an op split over the intra-op pool shows on several tracks at once;
 - flow arrows (category ``dataflow``, ``control`` for control dependencies) from each producer
@@ -218,6 +219,9 @@ class Timeline:
             args["output_dtypes"] = list(n.output_dtypes)
         if n.flops is not None:
             args["flops"] = n.flops
+        if n.original_nodes:
+            # The graph optimizer made or rewrote this node: the nodes as written it stands for.
+            args["original_nodes"] = list(n.original_nodes)
         return {
             "ph": "X",
             "cat": "Op",

@@ -20,6 +20,23 @@ std::shared_ptr<const CompiledGraph> CompiledGraph::compile(const Graph& graph,
                                                             const std::vector<TensorId>& feeds,
                                                             const std::vector<TensorId>& fetches,
                                                             const std::vector<int>& targets) {
+  return build(graph, feeds, fetches, targets);
+}
+
+std::shared_ptr<const CompiledGraph> CompiledGraph::compile(
+    std::shared_ptr<const Graph> graph, const std::vector<TensorId>& feeds,
+    const std::vector<TensorId>& fetches, const std::vector<int>& targets,
+    std::shared_ptr<const OptimizerReport> report) {
+  std::shared_ptr<CompiledGraph> g = build(*graph, feeds, fetches, targets);
+  g->source_ = std::move(graph);
+  g->report_ = std::move(report);
+  return g;
+}
+
+std::shared_ptr<CompiledGraph> CompiledGraph::build(const Graph& graph,
+                                                    const std::vector<TensorId>& feeds,
+                                                    const std::vector<TensorId>& fetches,
+                                                    const std::vector<int>& targets) {
   const int n = graph.num_nodes();
   std::vector<std::shared_ptr<const NodeDef>> defs(static_cast<std::size_t>(n));
   for (int i = 0; i < n; ++i) defs[static_cast<std::size_t>(i)] = graph.node(i);
@@ -38,6 +55,14 @@ std::shared_ptr<const CompiledGraph> CompiledGraph::compile(const Graph& graph,
     }
   }
 
+  // A control dependency on a fed placeholder is satisfied by the feed, as in TensorFlow (which
+  // moves such edges to the node that receives the fed value): the placeholder does not run.
+  auto fed_placeholder = [&](int c) {
+    const std::string& op = defs[static_cast<std::size_t>(c)]->op;
+    return (op == "Placeholder" || op == "PlaceholderV2" || op == "_Arg") &&
+           feed_slot.count(TensorId{c, 0}) != 0;
+  };
+
   // Backward reachability from fetches and targets, not crossing fed tensors. Inputs always have
   // smaller ids than their consumers, so one descending sweep visits everything needed.
   std::vector<char> needed(static_cast<std::size_t>(n), 0);
@@ -55,7 +80,9 @@ std::shared_ptr<const CompiledGraph> CompiledGraph::compile(const Graph& graph,
     for (const TensorId& in : d.inputs) {
       if (!feed_slot.count(in)) needed[static_cast<std::size_t>(in.node)] = 1;
     }
-    for (int c : d.control_inputs) needed[static_cast<std::size_t>(c)] = 1;
+    for (int c : d.control_inputs) {
+      if (!fed_placeholder(c)) needed[static_cast<std::size_t>(c)] = 1;
+    }
   }
 
   auto g = std::make_shared<CompiledGraph>();
@@ -89,7 +116,9 @@ std::shared_ptr<const CompiledGraph> CompiledGraph::compile(const Graph& graph,
       node.input_slots.push_back(slot_of(in));
       if (!feed_slot.count(in)) preds[c].insert(compiled_index[static_cast<std::size_t>(in.node)]);
     }
-    for (int ctl : d.control_inputs) preds[c].insert(compiled_index[static_cast<std::size_t>(ctl)]);
+    for (int ctl : d.control_inputs) {
+      if (!fed_placeholder(ctl)) preds[c].insert(compiled_index[static_cast<std::size_t>(ctl)]);
+    }
     node.initial_pending = static_cast<int>(preds[c].size());
     g->pending_template_.push_back(node.initial_pending);
     if (node.initial_pending == 0) g->roots_.push_back(static_cast<int>(c));
@@ -130,6 +159,7 @@ std::shared_ptr<const CompiledGraph> CompiledGraph::compile(const Graph& graph,
       }
     }
   }
+  g->feeds_ = feeds;
   return g;
 }
 

@@ -13,6 +13,7 @@
 
 #include "opweave/executor/kernel_registry.h"
 #include "opweave/graph/graph.h"
+#include "opweave/optimizer/optimizer.h"
 
 namespace opweave {
 
@@ -41,6 +42,20 @@ class CompiledGraph {
                                                       const std::vector<TensorId>& feeds,
                                                       const std::vector<TensorId>& fetches,
                                                       const std::vector<int>& targets);
+  // The same, keeping `graph` (the optimizer's graph of the signature, or the session's graph)
+  // and the optimizer's report, for the traces and Session.optimizer_report().
+  static std::shared_ptr<const CompiledGraph> compile(
+      std::shared_ptr<const Graph> graph, const std::vector<TensorId>& feeds,
+      const std::vector<TensorId>& fetches, const std::vector<int>& targets,
+      std::shared_ptr<const OptimizerReport> report);
+
+  // The graph the nodes' ids refer to (null from the first compile()), the fed tensors in it
+  // (in slot order) and what the optimizer did (null when it did not run).
+  const std::shared_ptr<const Graph>& source() const noexcept { return source_; }
+  const std::vector<TensorId>& feeds() const noexcept { return feeds_; }
+  const std::shared_ptr<const OptimizerReport>& optimizer_report() const noexcept {
+    return report_;
+  }
 
   int num_nodes() const noexcept { return static_cast<int>(nodes_.size()); }
   const CompiledNode& node(int i) const { return *nodes_[static_cast<std::size_t>(i)]; }
@@ -71,6 +86,11 @@ class CompiledGraph {
   }
 
  private:
+  static std::shared_ptr<CompiledGraph> build(const Graph& graph,
+                                              const std::vector<TensorId>& feeds,
+                                              const std::vector<TensorId>& fetches,
+                                              const std::vector<int>& targets);
+
   std::vector<std::unique_ptr<CompiledNode>> nodes_;  // in graph (topological) order
   std::vector<int> successors_;
   std::vector<int> roots_;
@@ -78,6 +98,9 @@ class CompiledGraph {
   std::vector<int> slot_readers_;
   std::vector<int> pending_template_;
   int num_slots_ = 0;
+  std::shared_ptr<const Graph> source_;
+  std::vector<TensorId> feeds_;
+  std::shared_ptr<const OptimizerReport> report_;
   mutable std::atomic<std::uint32_t> run_sequence_{0};
   mutable std::atomic<std::int64_t> run_ns_{0};
 };

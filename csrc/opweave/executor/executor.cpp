@@ -540,14 +540,17 @@ struct Executor::Run {
   }
 };
 
-Executor::Executor(std::shared_ptr<const Graph> graph)
-    : graph_(std::move(graph)), state_(std::make_shared<SessionState>()) {}
+Executor::Executor(std::shared_ptr<const Graph> graph, OptimizerOptions optimizer)
+    : graph_(std::move(graph)),
+      optimizer_(std::move(optimizer)),
+      state_(std::make_shared<SessionState>()) {}
 
 bool Executor::in_node() noexcept { return t_node_depth > 0; }
 
 std::shared_ptr<const CompiledGraph> Executor::compiled(const std::vector<TensorId>& feeds,
                                                         const std::vector<TensorId>& fetches,
-                                                        const std::vector<int>& targets) {
+                                                        const std::vector<int>& targets,
+                                                        ThreadPool* intra_pool) {
   // The signature as numbers: counts first, so no two signatures share a key.
   std::vector<int> key;
   key.reserve(2 + 2 * (feeds.size() + fetches.size()) + targets.size());
@@ -563,8 +566,21 @@ std::shared_ptr<const CompiledGraph> Executor::compiled(const std::vector<Tensor
   }
   // Compile outside the lock (it can be slow); a racing thread may compile the same signature,
   // and the first insert wins. Nodes added later never feed existing ones, so entries stay valid.
-  auto compiled = CompiledGraph::compile(*graph_, feeds, fetches, targets);
+  std::shared_ptr<const CompiledGraph> compiled;
+  if (optimizer_.enabled()) {
+    OptimizedSignature s =
+        optimize_signature(*graph_, feeds, fetches, targets, optimizer_, intra_pool);
+    compiled = CompiledGraph::compile(std::move(s.graph), s.feeds, s.fetches, s.targets,
+                                      std::move(s.report));
+  } else {
+    auto report = std::make_shared<OptimizerReport>();
+    report->skipped = "no optimizer pass is switched on";
+    compiled = CompiledGraph::compile(graph_, feeds, fetches, targets, report);
+    // Still ours alone (the compiled graph only points to it): filled in before anyone reads it.
+    report->nodes_before = report->nodes_after = compiled->num_nodes();
+  }
   std::lock_guard<std::mutex> lock(cache_mutex_);
+  last_report_ = compiled->optimizer_report();
   return cache_.emplace(std::move(key), std::move(compiled)).first->second;
 }
 
@@ -595,6 +611,11 @@ void Executor::wait_for_abandoned_runs() noexcept {
 int Executor::num_abandoned_runs() const {
   std::lock_guard<std::mutex> lock(abandoned_mutex_);
   return abandoned_;
+}
+
+std::shared_ptr<const OptimizerReport> Executor::last_optimizer_report() const {
+  std::lock_guard<std::mutex> lock(cache_mutex_);
+  return last_report_;
 }
 
 std::size_t Executor::num_compiled() const {
@@ -629,17 +650,58 @@ std::vector<Tensor> Executor::run(const RunRequest& request) {
             [](const auto* a, const auto* b) { return a->first < b->first; });
   std::vector<TensorId> feed_ids;
   for (const auto* f : feeds) feed_ids.push_back(f->first);
-  std::shared_ptr<const CompiledGraph> g = compiled(feed_ids, request.fetches, request.targets);
+  std::shared_ptr<const CompiledGraph> g =
+      compiled(feed_ids, request.fetches, request.targets, request.intra_pool);
+  if (request.compiled_out != nullptr) *request.compiled_out = g;
+  std::vector<Tensor> fed;
+  fed.reserve(feeds.size());
+  for (const auto* f : feeds) fed.push_back(f->second);
+  return run_compiled(g, std::move(fed), request);
+}
 
+namespace {
+
+// A run this small and cheap costs less in the caller's thread than the hand-over to an
+// inter-op worker and back (a wake-up each way, ~10 us or more on a busy machine): at most this
+// many nodes, none expensive, their measured costs summing under kInlineThresholdNs. As for a
+// single cheap node, a misjudged run only loses some parallelism among tiny ops.
+constexpr int kCallerRunMaxNodes = 64;
+// Costs are measured on past runs; a feed far larger than before would make a "cheap" kernel
+// long, and a run in the caller's thread checks its deadline and Ctrl-C only between nodes. So
+// large feeds always go through the pool, whose waiting caller cancels a kernel between pieces.
+constexpr std::int64_t kCallerRunMaxFeedElements = std::int64_t{1} << 16;
+
+bool cheap_enough_for_the_caller(const CompiledGraph& g, const std::vector<Tensor>& feeds) {
+  if (g.num_nodes() > kCallerRunMaxNodes) return false;
+  for (const Tensor& t : feeds) {
+    if (t.numel() > kCallerRunMaxFeedElements) return false;
+  }
+  std::int64_t total = 0;
+  for (int i = 0; i < g.num_nodes(); ++i) {
+    const CompiledNode& node = g.node(i);
+    if (node.hint == CostHint::kExpensive) return false;
+    // Relaxed: a heuristic over racy estimates (see CompiledNode::cost_ns).
+    if (node.hint == CostHint::kMeasure) total += node.cost_ns.load(std::memory_order_relaxed);
+    if (total >= kInlineThresholdNs) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::vector<Tensor> Executor::run_compiled(const std::shared_ptr<const CompiledGraph>& g,
+                                           std::vector<Tensor> feeds, const RunRequest& request) {
   // Relaxed: a run racing with close() may start; its first poll cancels it.
   if (closed_.load(std::memory_order_relaxed)) {
     throw RunFailure(ErrorCode::kCancelled, kClosedMessage, "", "", nullptr);
   }
-  const bool run_inline = request.inter_pool == nullptr || in_node();
-  if (in_node()) refuse_nesting_past_the_stack();
+  const bool nested = in_node();
+  const bool run_inline =
+      request.inter_pool == nullptr || nested || cheap_enough_for_the_caller(*g, feeds);
+  if (nested) refuse_nesting_past_the_stack();
   if (request.observer) name_threads(request, run_inline);
   auto run = std::make_unique<Run>(g, request, run_inline, this);
-  for (std::size_t i = 0; i < feeds.size(); ++i) run->slots[i] = feeds[i]->second;
+  for (std::size_t i = 0; i < feeds.size(); ++i) run->slots[i] = std::move(feeds[i]);
   run->run_all();
   if (!run_inline && !g->roots().empty() && !run->wait()) {
     // Abandoned at its deadline: the run deletes itself when its last kernel returns.

@@ -47,6 +47,8 @@ struct RunRequest {
   // mode); returning false cancels the run (e.g. a pending KeyboardInterrupt).
   std::function<bool()> poll;
   std::chrono::milliseconds poll_interval{50};
+  // When set, receives the compiled signature the run used (its graph, its optimizer report).
+  std::shared_ptr<const CompiledGraph>* compiled_out = nullptr;
   // Whatever the run reads that its caller owns (a per-session pool, the observer): kept alive
   // until the run's last node finished, also when the run is abandoned at its deadline.
   std::shared_ptr<void> keep_alive;
@@ -77,7 +79,9 @@ inline constexpr std::int64_t kInlineThresholdNs = 20'000;
 
 class Executor {
  public:
-  explicit Executor(std::shared_ptr<const Graph> graph);
+  // `optimizer` says which graph optimizer passes rewrite each signature when it is compiled
+  // (the default: none, the graph runs as written).
+  explicit Executor(std::shared_ptr<const Graph> graph, OptimizerOptions optimizer = {});
   // Waits for the runs abandoned at their deadline to finish (they use this executor).
   ~Executor();
   Executor(const Executor&) = delete;
@@ -92,10 +96,23 @@ class Executor {
   // A run in the caller's thread (no inter-op pool, or nested in a kernel) checks its deadline
   // between nodes only. Thread-safe.
   std::vector<Tensor> run(const RunRequest& request);
-  // Compiles (or finds) the signature without running it. Thread-safe.
+  // run() of a signature compiled beforehand (compiled()): `feeds` are the fed tensors in the
+  // order of that call's feed ids; request.feeds, fetches and targets are not read. For callers
+  // that run one signature many times (Session.make_callable). A run whose graph is small and
+  // cheap (by its nodes' measured costs) and whose feeds are small runs in the calling thread, as
+  // a nested run does: the hand-over to an inter-op worker would cost more than the run.
+  // Thread-safe.
+  std::vector<Tensor> run_compiled(const std::shared_ptr<const CompiledGraph>& compiled,
+                                   std::vector<Tensor> feeds, const RunRequest& request);
+  // Compiles (or finds) the signature without running it; constant folding computes on
+  // `intra_pool` (null: serially). Thread-safe.
   std::shared_ptr<const CompiledGraph> compiled(const std::vector<TensorId>& feeds,
                                                 const std::vector<TensorId>& fetches,
-                                                const std::vector<int>& targets);
+                                                const std::vector<int>& targets,
+                                                ThreadPool* intra_pool = nullptr);
+  // What the optimizer did to the signature compiled last (null before the first). Thread-safe.
+  std::shared_ptr<const OptimizerReport> last_optimizer_report() const;
+  const OptimizerOptions& optimizer_options() const noexcept { return optimizer_; }
   // Number of cached signatures. Thread-safe.
   std::size_t num_compiled() const;
   // Cancels the runs in flight (each fails with kCancelled within about one poll_interval, once
@@ -122,6 +139,7 @@ class Executor {
   void wait_for_abandoned_runs() noexcept;
 
   std::shared_ptr<const Graph> graph_;
+  const OptimizerOptions optimizer_;
   std::shared_ptr<SessionState> state_;
   std::atomic<bool> closed_{false};
   mutable std::mutex abandoned_mutex_;  // guards abandoned_ (the caller and a finishing worker)
@@ -129,6 +147,7 @@ class Executor {
   int abandoned_ = 0;
   mutable std::mutex cache_mutex_;  // guards cache_: concurrent runs look up and insert
   std::map<std::vector<int>, std::shared_ptr<const CompiledGraph>> cache_;
+  std::shared_ptr<const OptimizerReport> last_report_;  // guarded by cache_mutex_
 };
 
 }  // namespace opweave

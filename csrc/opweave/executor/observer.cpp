@@ -25,6 +25,7 @@ void StepStatsCollector::on_ready(int node, const NodeDef& def, std::int64_t nan
   s.op = def.op;
   s.device = std::move(device);
   s.scheduled_nanos = nanos;
+  s.original_nodes = def.original_nodes;
 }
 
 void StepStatsCollector::on_start(int node, const NodeDef& def, std::int64_t nanos,

@@ -54,6 +54,9 @@ struct NodeExecStats {
   std::vector<Shape> output_shapes;  // empty entries for outputs a failed kernel did not make
   std::vector<DType> output_dtypes;  // kFloat32 for outputs a failed kernel did not make
   std::vector<ChunkRecord> chunks;   // its parallel_for pieces, in the order they finished
+  // The nodes of the graph as written that this one stands for, when the graph optimizer made or
+  // rewrote it (NodeDef::original_nodes); empty for a node as written.
+  std::vector<std::string> original_nodes;
 };
 
 // Collects one NodeExecStats per executed node and the names of the run's threads. Thread-safe.

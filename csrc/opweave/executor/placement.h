@@ -20,8 +20,9 @@ class DevicePlacement {
   // Records that the node called `node` runs on `device` (a later call for the same node
   // replaces it). Thread-safe.
   void place(const std::string& node, std::string device);
-  // The device `def` was placed on; def.device (the device it asked for, maybe "") when it was
-  // never placed. Thread-safe.
+  // The device `def` was placed on (a node the optimizer made: that of the first of its
+  // original_nodes placed); def.device (the device it asked for, maybe "") when it was never
+  // placed. Thread-safe.
   std::string device_of(const NodeDef& def) const;
 
  private:

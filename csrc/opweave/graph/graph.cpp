@@ -15,6 +15,14 @@ int Graph::add_node(NodeDef node) {
   if (node.name.empty()) throw_invalid_argument("node name must not be empty");
   if (by_name_.count(node.name)) throw_invalid_argument("duplicate node name '" + node.name + "'");
   if (node.num_outputs < 0) throw_invalid_argument("negative num_outputs for " + node.name);
+  const auto outputs = static_cast<std::size_t>(node.num_outputs);
+  if ((!node.output_dtypes.empty() && node.output_dtypes.size() != outputs) ||
+      (!node.output_shapes.empty() && node.output_shapes.size() != outputs)) {
+    throw_invalid_argument("node '" + node.name + "' describes " +
+                           std::to_string(node.output_dtypes.size()) + " dtypes and " +
+                           std::to_string(node.output_shapes.size()) + " shapes for " +
+                           std::to_string(outputs) + " outputs");
+  }
   for (const TensorId& in : node.inputs) {
     if (in.node < 0 || in.node >= id || in.index < 0 ||
         in.index >= nodes_[static_cast<std::size_t>(in.node)]->num_outputs) {

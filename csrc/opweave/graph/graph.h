@@ -27,6 +27,19 @@ using AttrValue = std::variant<std::int64_t, double, bool, std::string, std::vec
                                Tensor, DType, std::vector<DType>, std::shared_ptr<HostFunction>,
                                std::vector<double>, std::vector<std::string>>;
 
+// A static shape as graph construction inferred it: dims (-1 = unknown), or an unknown rank.
+struct StaticShape {
+  bool known_rank = false;
+  std::vector<std::int64_t> dims;  // when known_rank; -1 for an unknown dimension
+  bool fully_known() const {
+    if (!known_rank) return false;
+    for (std::int64_t d : dims) {
+      if (d < 0) return false;
+    }
+    return true;
+  }
+};
+
 // One output of one node.
 struct TensorId {
   int node = -1;
@@ -45,6 +58,17 @@ struct NodeDef {
   std::map<std::string, AttrValue> attrs;
   std::string device;
   int num_outputs = 1;
+  // What graph construction inferred for each output (empty when it said nothing, e.g. a node
+  // built in C++): the graph optimizer uses them to prove a rewrite keeps shapes and dtypes.
+  std::vector<DType> output_dtypes;
+  std::vector<StaticShape> output_shapes;
+  // Set by the graph optimizer on a node that stands for others of the original graph (a folded
+  // constant, a merged or rewritten node; phase 2: a fused kernel): their names, so traces and
+  // errors can name what the user wrote. Empty for a node as written.
+  std::vector<std::string> original_nodes;
+  // The op's definition says it keeps state or has effects (OpDef.stateful in Python): the graph
+  // optimizer never folds, merges, removes or moves it, whatever its kernel says.
+  bool stateful = false;
 
   // Typed attribute access; throws OpError(kInvalidArgument) naming the node when missing.
   template <typename T>

@@ -2,7 +2,8 @@
 
 - :class:`ConfigProto`, :class:`ThreadPoolOptionProto`, :class:`RunOptions`,
   :class:`RunMetadata` (and the step stats it holds): how a Session runs, with TensorFlow 1's
-  field names and defaults (``opweave.ConfigProto`` is the same class);
+  field names and defaults (``opweave.ConfigProto`` is the same class); :class:`GraphOptions`,
+  :class:`OptimizerOptions` and :class:`RewriterConfig`: the graph optimizer's switches;
 - :mod:`opweave.config.threading`: ``tf.config.threading``'s four functions on opweave's pools.
 
 >>> import opweave
@@ -18,9 +19,13 @@ from . import threading
 from ._protos import (
     ConfigProto,
     DeviceStepStats,
+    GraphOptions,
     IntraOpChunk,
     NodeExecStats,
+    OptimizerOptions,
+    PartitionGraph,
     PoolConfigWarning,
+    RewriterConfig,
     RunMetadata,
     RunOptions,
     StepStats,
@@ -31,9 +36,13 @@ from ._protos import (
 __all__ = [
     "ConfigProto",
     "DeviceStepStats",
+    "GraphOptions",
     "IntraOpChunk",
     "NodeExecStats",
+    "OptimizerOptions",
+    "PartitionGraph",
     "PoolConfigWarning",
+    "RewriterConfig",
     "RunMetadata",
     "RunOptions",
     "StepStats",

@@ -10,14 +10,18 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
-from typing import ClassVar
+from typing import Any, ClassVar
 
 __all__ = [
     "ConfigProto",
     "DeviceStepStats",
+    "GraphOptions",
     "IntraOpChunk",
     "NodeExecStats",
+    "OptimizerOptions",
+    "PartitionGraph",
     "PoolConfigWarning",
+    "RewriterConfig",
     "RunMetadata",
     "RunOptions",
     "StepStats",
@@ -167,6 +171,255 @@ class _Experimental(_CheckedFields):
         return value
 
 
+def _check_enum(owner: str, name: str, value: object, allowed: tuple[int, ...]) -> int:
+    """An int among ``allowed`` (a proto enum's numbers), else TypeError / ValueError."""
+    v = _check_int(owner, name, value)
+    if v not in allowed:
+        raise ValueError(f"{owner}.{name} must be one of {sorted(allowed)}, got {v}")
+    return v
+
+
+@dataclass
+class OptimizerOptions(_CheckedFields):
+    """TensorFlow 1's classic graph optimizer switches (``GraphOptions.optimizer_options``).
+
+    ``opt_level`` ``L1`` (the default) folds constants and merges common subexpressions;
+    ``L0`` runs the graph as written, unless a switch turns a pass on explicitly
+    (``do_constant_folding=True`` or a ``RewriterConfig`` toggle set to ``ON``).
+    ``max_folded_constant_in_bytes`` caps what folding may create (0: 10 MiB, TensorFlow's
+    default). ``do_function_inlining``, ``global_jit_level`` and ``cpu_global_jit`` are accepted
+    and ignored (opweave has no functions and no XLA). docs/optimizer.md says what each does.
+
+    Examples
+    --------
+    >>> import opweave as ow
+    >>> cfg = ow.ConfigProto(graph_options=ow.GraphOptions(
+    ...     optimizer_options=ow.OptimizerOptions(opt_level=ow.OptimizerOptions.L0)))
+    >>> cfg.graph_options.optimizer_options.opt_level
+    -1
+    """
+
+    L1 = 0
+    L0 = -1
+    DEFAULT = 0
+    OFF = -1
+    ON_1 = 1
+    ON_2 = 2
+
+    do_common_subexpression_elimination: bool = False
+    do_constant_folding: bool = False
+    max_folded_constant_in_bytes: int = 0
+    do_function_inlining: bool = False
+    opt_level: int = 0
+    global_jit_level: int = 0
+    cpu_global_jit: bool = False
+
+    def _checked(self, name: str, value: object) -> object:
+        owner = "OptimizerOptions"
+        if name in (
+            "do_common_subexpression_elimination",
+            "do_constant_folding",
+            "do_function_inlining",
+            "cpu_global_jit",
+        ):
+            _check_bool(owner, name, value)
+        elif name == "max_folded_constant_in_bytes":
+            if _check_int(owner, name, value) < 0:
+                raise ValueError(f"{owner}.{name} must be >= 0 (0 = the default, 10 MiB)")
+        elif name == "opt_level":
+            _check_enum(owner, name, value, (0, -1))
+        elif name == "global_jit_level":
+            _check_enum(owner, name, value, (-1, 0, 1, 2))
+        return value
+
+
+# RewriterConfig fields that are Toggles (DEFAULT / ON / OFF / AGGRESSIVE / EXPERIMENTAL_*).
+_TOGGLES = (
+    "layout_optimizer",
+    "constant_folding",
+    "shape_optimization",
+    "remapping",
+    "common_subgraph_elimination",
+    "arithmetic_optimization",
+    "dependency_optimization",
+    "loop_optimization",
+    "function_optimization",
+    "debug_stripper",
+    "scoped_allocator_optimization",
+    "pin_to_host_optimization",
+    "implementation_selector",
+    "auto_mixed_precision",
+    "auto_mixed_precision_mkl",
+    "auto_mixed_precision_onednn_bfloat16",
+    "auto_mixed_precision_cpu",
+    "use_plugin_optimizers",
+    "experimental_conditional_code_motion",
+)
+
+
+@dataclass
+class RewriterConfig(_CheckedFields):
+    """TensorFlow's Grappler switches (``GraphOptions.rewrite_options``), with its field names.
+
+    Each toggle is ``DEFAULT`` (0), ``ON`` (1), ``OFF`` (2) or ``AGGRESSIVE`` (3). The ones that
+    act: ``constant_folding``, ``common_subgraph_elimination``, ``arithmetic_optimization``,
+    ``dependency_optimization`` (Identity / NoOp removal), ``disable_model_pruning``,
+    ``disable_meta_optimizer`` (every Grappler pass off), ``meta_optimizer_iterations``,
+    ``min_graph_nodes``, ``fail_on_optimizer_errors`` and ``optimizers`` (TensorFlow's pass
+    names; only ``pruning``, ``constfold``, ``arithmetic``, ``common_subgraph_elimination`` and
+    ``dependency`` exist here). The others (layout, remapping, memory, loop, mixed precision...)
+    are accepted and ignored: they would not change results. docs/optimizer.md has the table.
+
+    Examples
+    --------
+    >>> import opweave as ow
+    >>> cfg = ow.ConfigProto()
+    >>> cfg.graph_options.rewrite_options.constant_folding = ow.RewriterConfig.OFF
+    >>> cfg.graph_options.rewrite_options.constant_folding
+    2
+    """
+
+    DEFAULT = 0
+    ON = 1
+    OFF = 2
+    AGGRESSIVE = 3
+    EXPERIMENTAL_MLIR = 4
+    EXPERIMENTAL_BOTH = 5
+    # meta_optimizer_iterations
+    DEFAULT_NUM_ITERS = 0
+    ONE = 1
+    TWO = 2
+    # memory_optimization
+    DEFAULT_MEM_OPT = 0
+    NO_MEM_OPT = 1
+    MANUAL = 2
+    HEURISTICS = 3
+    SWAPPING_HEURISTICS = 4
+    RECOMPUTATION_HEURISTICS = 5
+    SCHEDULING_HEURISTICS = 6
+    # cpu_layout_conversion
+    NO_CONVERSION_ON_CPU = 0
+    NCHW_TO_NHWC = 1
+    NHWC_TO_NCHW = 2
+
+    layout_optimizer: int = 0
+    constant_folding: int = 0
+    shape_optimization: int = 0
+    remapping: int = 0
+    common_subgraph_elimination: int = 0
+    arithmetic_optimization: int = 0
+    dependency_optimization: int = 0
+    loop_optimization: int = 0
+    function_optimization: int = 0
+    debug_stripper: int = 0
+    disable_model_pruning: bool = False
+    scoped_allocator_optimization: int = 0
+    pin_to_host_optimization: int = 0
+    implementation_selector: int = 0
+    auto_mixed_precision: int = 0
+    auto_mixed_precision_mkl: int = 0
+    auto_mixed_precision_onednn_bfloat16: int = 0
+    auto_mixed_precision_cpu: int = 0
+    disable_meta_optimizer: bool = False
+    disable_tfg_optimizer: bool = False
+    use_plugin_optimizers: int = 0
+    experimental_conditional_code_motion: int = 0
+    meta_optimizer_iterations: int = 0
+    min_graph_nodes: int = 0
+    experimental_disable_compressed_tensor_optimization: bool = False
+    experimental_disable_folding_quantization_emulation: bool = False
+    memory_optimization: int = 0
+    memory_optimizer_target_node_name_scope: str = ""
+    meta_optimizer_timeout_ms: int = 0
+    fail_on_optimizer_errors: bool = False
+    cpu_layout_conversion: int = 0
+    optimizers: list[str] = field(default_factory=list)
+
+    def _checked(self, name: str, value: object) -> object:
+        owner = "RewriterConfig"
+        if name in _TOGGLES:
+            _check_enum(owner, name, value, (0, 1, 2, 3, 4, 5))
+        elif name in (
+            "disable_model_pruning",
+            "disable_meta_optimizer",
+            "disable_tfg_optimizer",
+            "experimental_disable_compressed_tensor_optimization",
+            "experimental_disable_folding_quantization_emulation",
+            "fail_on_optimizer_errors",
+        ):
+            _check_bool(owner, name, value)
+        elif name == "meta_optimizer_iterations":
+            _check_enum(owner, name, value, (0, 1, 2))
+        elif name == "memory_optimization":
+            _check_enum(owner, name, value, (0, 1, 2, 3, 4, 5, 6))
+        elif name == "cpu_layout_conversion":
+            _check_enum(owner, name, value, (0, 1, 2))
+        elif name == "min_graph_nodes":
+            _check_int(owner, name, value, lo=-(2**31), hi=2**31 - 1)
+        elif name == "meta_optimizer_timeout_ms":
+            _check_int(owner, name, value)
+        elif name == "memory_optimizer_target_node_name_scope":
+            if not isinstance(value, str):
+                raise TypeError(f"{owner}.{name} must be a str")
+        elif name == "optimizers":
+            if isinstance(value, str) or not isinstance(value, (list, tuple)):
+                raise TypeError(f"{owner}.optimizers must be a list of str")
+            names = list(value)
+            if not all(isinstance(n, str) for n in names):
+                raise TypeError(f"{owner}.optimizers must be a list of str")
+            return names
+        return value
+
+
+@dataclass
+class GraphOptions(_CheckedFields):
+    """``ConfigProto.graph_options``: how a Session's graph is optimized.
+
+    ``optimizer_options`` (:class:`OptimizerOptions`) and ``rewrite_options``
+    (:class:`RewriterConfig`) act; the other fields (``enable_recv_scheduling``,
+    ``build_cost_model``, ``build_cost_model_after``, ``infer_shapes``, ``place_pruned_graph``,
+    ``enable_bfloat16_sendrecv``, ``timeline_step``) are accepted and ignored.
+
+    Examples
+    --------
+    >>> GraphOptions().rewrite_options.disable_meta_optimizer
+    False
+    """
+
+    enable_recv_scheduling: bool = False
+    optimizer_options: OptimizerOptions = field(default_factory=OptimizerOptions)
+    build_cost_model: int = 0
+    build_cost_model_after: int = 0
+    infer_shapes: bool = False
+    place_pruned_graph: bool = False
+    enable_bfloat16_sendrecv: bool = False
+    timeline_step: int = 0
+    rewrite_options: RewriterConfig = field(default_factory=RewriterConfig)
+
+    def _checked(self, name: str, value: object) -> object:
+        owner = "GraphOptions"
+        if name in (
+            "enable_recv_scheduling",
+            "infer_shapes",
+            "place_pruned_graph",
+            "enable_bfloat16_sendrecv",
+        ):
+            _check_bool(owner, name, value)
+        elif name in ("build_cost_model", "build_cost_model_after"):
+            _check_int(owner, name, value)
+        elif name == "timeline_step":
+            _check_int(owner, name, value, lo=-(2**31), hi=2**31 - 1)
+        elif name == "optimizer_options":
+            if not isinstance(value, OptimizerOptions):
+                raise TypeError(f"{owner}.optimizer_options must be an OptimizerOptions")
+            value._check_all()
+        elif name == "rewrite_options":
+            if not isinstance(value, RewriterConfig):
+                raise TypeError(f"{owner}.rewrite_options must be a RewriterConfig")
+            value._check_all()
+        return value
+
+
 @dataclass
 class ConfigProto(_CheckedFields):
     """How a :class:`opweave.Session` runs (TensorFlow 1 fields and defaults).
@@ -201,6 +454,10 @@ class ConfigProto(_CheckedFields):
     experimental : ConfigProto.Experimental
         ``spin_time_us``: how long idle pool workers spin before they sleep (see
         :class:`ConfigProto.Experimental`).
+    graph_options : GraphOptions
+        The graph optimizer's switches, TensorFlow's (:class:`GraphOptions`,
+        :class:`OptimizerOptions`, :class:`RewriterConfig`); by default every pass runs. Read
+        when the Session is created.
 
     Raises
     ------
@@ -231,6 +488,7 @@ class ConfigProto(_CheckedFields):
     device_count: dict[str, int] = field(default_factory=dict)
     operation_timeout_in_ms: int = 0
     experimental: _Experimental = field(default_factory=_Experimental)
+    graph_options: GraphOptions = field(default_factory=GraphOptions)
 
     Experimental: ClassVar[type[_Experimental]] = _Experimental
 
@@ -248,6 +506,10 @@ class ConfigProto(_CheckedFields):
         elif name == "experimental":
             if not isinstance(value, _Experimental):
                 raise TypeError("ConfigProto.experimental must be a ConfigProto.Experimental")
+            value._check_all()
+        elif name == "graph_options":
+            if not isinstance(value, GraphOptions):
+                raise TypeError("ConfigProto.graph_options must be a GraphOptions")
             value._check_all()
         elif name == "session_inter_op_thread_pool":
             pools = ThreadPoolOptionList(value)  # type: ignore[call-overload]
@@ -284,6 +546,9 @@ class RunOptions(_CheckedFields):
         Deadline of this run (0 = the session's ``operation_timeout_in_ms``).
     inter_op_thread_pool : int
         Which of the session's inter-op pools runs the ops; -1 = the calling thread.
+    output_partition_graphs : bool
+        Fill ``RunMetadata.partition_graphs`` with the graph the run executed, as the graph
+        optimizer left it (see :class:`PartitionGraph`).
 
     Examples
     --------
@@ -299,8 +564,11 @@ class RunOptions(_CheckedFields):
     trace_level: int = 0
     timeout_in_ms: int = 0
     inter_op_thread_pool: int = 0
+    output_partition_graphs: bool = False
 
     def _checked(self, name: str, value: object) -> object:
+        if name == "output_partition_graphs":
+            _check_bool("RunOptions", name, value)
         if name == "trace_level":
             _check_int("RunOptions", name, value)
         elif name == "timeout_in_ms":
@@ -342,7 +610,9 @@ class NodeExecStats:
     of the op where opweave knows them (``2*m*n*k`` for a matmul, one per output element for
     element-wise ops, one per input element for reductions; ``None`` otherwise), and
     ``intra_op_chunks`` the pieces its parallel loops were cut into, with the thread that ran
-    each.
+    each. ``original_nodes`` names the nodes of the graph as written that this node stands for
+    when the graph optimizer made or rewrote it (a folded constant, a merged node, a rewritten
+    chain); it is empty for a node that runs as written.
     """
 
     node_name: str = ""
@@ -359,6 +629,7 @@ class NodeExecStats:
     output_dtypes: list[str] = field(default_factory=list)
     flops: int | None = None
     intra_op_chunks: list[IntraOpChunk] = field(default_factory=list)
+    original_nodes: list[str] = field(default_factory=list)
 
     @property
     def scheduled_micros(self) -> int:
@@ -424,8 +695,24 @@ class StepStats:
 
 
 @dataclass
+class PartitionGraph:
+    """The graph one run executed, after the graph optimizer (``RunMetadata.partition_graphs``).
+
+    ``node`` lists the nodes in the order they may run, each a dict with TensorFlow's NodeDef
+    fields -- ``name``, ``op``, ``input`` (``"a"``, ``"a:1"``, ``"^c"`` for a control input),
+    ``device``, ``attr`` (constants as NumPy arrays) -- and ``original_nodes``, the nodes of the
+    graph as written a node stands for (TensorFlow's ``experimental_debug_info``). Fed tensors
+    appear as ``_Arg`` nodes, as in TensorFlow's optimized graphs.
+    """
+
+    node: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
 class RunMetadata:
-    """Filled by :meth:`opweave.Session.run` when ``RunOptions.trace_level`` asks for it.
+    """Filled by :meth:`opweave.Session.run` when ``RunOptions`` asks for it:
+    ``step_stats`` when ``trace_level`` is set, ``partition_graphs`` (one
+    :class:`PartitionGraph`) when ``output_partition_graphs`` is.
 
     Examples
     --------
@@ -434,7 +721,9 @@ class RunMetadata:
     """
 
     step_stats: StepStats = field(default_factory=StepStats)
+    partition_graphs: list[PartitionGraph] = field(default_factory=list)
 
     def clear(self) -> None:
         """Forget the previous run's data."""
         self.step_stats = StepStats()
+        self.partition_graphs = []

@@ -930,6 +930,7 @@ class OpDef:
             list(zip(out_dtypes, out_shapes, strict=True)),
             name,
             unique_name=name,
+            stateful=self.stateful,
         )
         return self._result(op_.outputs, op_)
 

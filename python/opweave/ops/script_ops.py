@@ -135,6 +135,7 @@ def py_function(
         {"func": call, "Tout": touts},
         [(d, None) for d in touts],
         _checks.check_name(name, "EagerPyFunc"),
+        stateful=True,
     )
     return op.outputs[0] if single else list(op.outputs)
 

@@ -1,0 +1,759 @@
+"""The graph optimizer: what each pass does and must not do, TensorFlow's switches, the report,
+traces and partition graphs, and random graphs giving the same results with it on and off."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from typing import Any
+
+import numpy as np
+import opweave as ow
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from opweave import _optimizer
+from opweave.ops.array_ops import _CAST
+from opweave.timeline import Timeline
+from reference import OPTIMIZABLE, InjectedFailure, Spec, build, check, evaluate, needed
+from test_properties import graph_specs
+
+SETTINGS = settings(
+    max_examples=int(os.environ.get("OPWEAVE_HYPOTHESIS_EXAMPLES", "30")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+
+TRACE = ow.RunOptions(trace_level=ow.RunOptions.FULL_TRACE, output_partition_graphs=True)
+
+
+def config(**rewrite: Any) -> ow.ConfigProto:
+    """A config with every pass on, small graphs included, and these RewriterConfig fields."""
+    cfg = ow.ConfigProto()
+    cfg.graph_options.rewrite_options.min_graph_nodes = -1
+    for k, v in rewrite.items():
+        setattr(cfg.graph_options.rewrite_options, k, v)
+    return cfg
+
+
+def l0() -> ow.ConfigProto:
+    cfg = ow.ConfigProto()
+    cfg.graph_options.optimizer_options.opt_level = ow.OptimizerOptions.L0
+    return cfg
+
+
+def traced(sess: ow.Session, fetches: Any, feed_dict: Any = None) -> tuple[Any, ow.RunMetadata]:
+    meta = ow.RunMetadata()
+    out = sess.run(fetches, feed_dict, options=TRACE, run_metadata=meta)
+    return out, meta
+
+
+def ran(meta: ow.RunMetadata) -> dict[str, Any]:
+    """Node name -> NodeExecStats of the nodes a traced run executed."""
+    return {n.node_name: n for n in meta.step_stats.node_stats}
+
+
+def graph_nodes(meta: ow.RunMetadata) -> dict[str, dict[str, Any]]:
+    (partition,) = meta.partition_graphs
+    return {n["name"]: n for n in partition.node}
+
+
+def report(sess: ow.Session) -> _optimizer.OptimizerReport:
+    r = sess.optimizer_report()
+    assert r is not None
+    return r
+
+
+# --- switches -------------------------------------------------------------------------------
+
+ALL_PASSES = [
+    "pruning",
+    "common_subexpression",
+    "constant_folding",
+    "arithmetic",
+    "identity_removal",
+]
+
+
+def test_the_default_config_runs_every_pass() -> None:
+    options = _optimizer.core_options(ow.ConfigProto())
+    assert options.passes == ALL_PASSES
+    assert options.arithmetic_with_constants
+    assert options.min_graph_nodes == 4  # TensorFlow's default
+    assert options.max_constant_bytes == 10 * 1024 * 1024
+    assert options.max_iterations == 2
+
+
+@pytest.mark.parametrize(
+    ("field", "gone"),
+    [
+        ("constant_folding", "constant_folding"),
+        ("common_subgraph_elimination", "common_subexpression"),
+        ("arithmetic_optimization", "arithmetic"),
+        ("dependency_optimization", "identity_removal"),
+    ],
+)
+def test_each_toggle_switches_its_pass_off(field: str, gone: str) -> None:
+    options = _optimizer.core_options(config(**{field: ow.RewriterConfig.OFF}))
+    assert options.passes == [p for p in ALL_PASSES if p != gone]
+    # x * 1 and (x + c1) + c2 belong to constant folding, as in TensorFlow.
+    assert options.arithmetic_with_constants == (field != "constant_folding")
+
+
+def test_l0_and_everything_off_run_the_graph_as_written() -> None:
+    everything_off = config(
+        constant_folding=ow.RewriterConfig.OFF,
+        common_subgraph_elimination=ow.RewriterConfig.OFF,
+        arithmetic_optimization=ow.RewriterConfig.OFF,
+        dependency_optimization=ow.RewriterConfig.OFF,
+        disable_model_pruning=True,
+    )
+    for cfg in (l0(), everything_off):
+        assert _optimizer.core_options(cfg).passes == []
+        with ow.Graph().as_default() as g:
+            x = ow.placeholder(ow.float32, shape=(2,), name="x")
+            y = ow.identity(x * 1.0 + ow.constant(2.0) * 3.0, name="y")
+        with ow.Session(graph=g, config=cfg) as sess:
+            value, meta = traced(sess, y, {x: [1.0, 2.0]})
+            np.testing.assert_array_equal(value, [7.0, 8.0])
+            assert set(ran(meta)) == {"Const", "mul", "Const_1", "Const_2", "mul_1", "add", "y"}
+            r = report(sess)
+            assert r.passes == []
+            assert r.skipped
+            assert r.nodes_before == r.nodes_after == 7
+
+
+def test_explicit_switches_turn_passes_on_under_l0() -> None:
+    cfg = l0()
+    cfg.graph_options.optimizer_options.do_constant_folding = True
+    assert _optimizer.core_options(cfg).passes == ["constant_folding"]
+    cfg.graph_options.rewrite_options.arithmetic_optimization = ow.RewriterConfig.ON
+    assert _optimizer.core_options(cfg).passes == ["constant_folding", "arithmetic"]
+    # An explicit OFF wins over the classic switch.
+    cfg.graph_options.rewrite_options.constant_folding = ow.RewriterConfig.OFF
+    assert _optimizer.core_options(cfg).passes == ["arithmetic"]
+
+
+def test_disable_meta_optimizer_keeps_the_classic_l1_passes() -> None:
+    cfg = config(disable_meta_optimizer=True)
+    options = _optimizer.core_options(cfg)
+    # TensorFlow's graph optimizer (L1) folds constants and merges subexpressions without Grappler.
+    assert options.passes == ["common_subexpression", "constant_folding"]
+    assert not options.arithmetic_with_constants
+
+
+def test_the_optimizers_list_runs_the_named_passes_in_its_order() -> None:
+    cfg = config(optimizers=["dependency", "layout", "constfold"])
+    options = _optimizer.core_options(cfg)
+    assert options.passes == ["identity_removal", "constant_folding"]  # "layout" is TF-only
+
+
+def test_iterations_cap_and_size_cap_and_failure_switch() -> None:
+    cfg = config(meta_optimizer_iterations=ow.RewriterConfig.ONE, fail_on_optimizer_errors=True)
+    cfg.graph_options.optimizer_options.max_folded_constant_in_bytes = 4096
+    options = _optimizer.core_options(cfg)
+    assert options.max_iterations == 1
+    assert options.max_constant_bytes == 4096
+    assert options.fail_on_errors
+
+
+def test_switches_opweave_lacks_are_accepted_and_ignored() -> None:
+    cfg = config(
+        layout_optimizer=ow.RewriterConfig.ON,
+        remapping=ow.RewriterConfig.AGGRESSIVE,
+        memory_optimization=ow.RewriterConfig.HEURISTICS,
+        auto_mixed_precision=ow.RewriterConfig.ON,
+        loop_optimization=ow.RewriterConfig.OFF,
+    )
+    cfg.graph_options.optimizer_options.global_jit_level = ow.OptimizerOptions.ON_1
+    cfg.graph_options.optimizer_options.do_function_inlining = True
+    cfg.graph_options.infer_shapes = True
+    assert _optimizer.core_options(cfg).passes == ALL_PASSES
+    with ow.Graph().as_default() as g:
+        y = ow.constant(2.0) * 3.0
+    with ow.Session(graph=g, config=cfg) as sess:
+        assert sess.run(y) == 6.0
+
+
+def test_bad_switch_values_fail_where_they_are_set() -> None:
+    with pytest.raises(ValueError, match=r"RewriterConfig.constant_folding must be one of"):
+        ow.RewriterConfig(constant_folding=7)
+    with pytest.raises(TypeError, match="must be an int"):
+        ow.RewriterConfig(arithmetic_optimization=True)
+    with pytest.raises(TypeError, match="must be a bool"):
+        ow.RewriterConfig(disable_meta_optimizer=1)
+    with pytest.raises(TypeError, match="list of str"):
+        ow.RewriterConfig(optimizers="constfold")
+    with pytest.raises(ValueError, match="opt_level must be one of"):
+        ow.OptimizerOptions(opt_level=1)
+    with pytest.raises(ValueError, match=">= 0"):
+        ow.OptimizerOptions(max_folded_constant_in_bytes=-1)
+    with pytest.raises(TypeError, match="must be a RewriterConfig"):
+        ow.GraphOptions(rewrite_options={"constant_folding": 2})
+    with pytest.raises(TypeError, match="must be a GraphOptions"):
+        ow.ConfigProto(graph_options=None)
+    with pytest.raises(AttributeError, match="no field"):
+        ow.RewriterConfig().constant_foldin = 2  # type: ignore[attr-defined]
+    with pytest.raises(TypeError, match="output_partition_graphs must be a bool"):
+        ow.RunOptions(output_partition_graphs=1)
+    # A container changed in place is caught when a Session reads the config.
+    cfg = ow.ConfigProto()
+    cfg.graph_options.rewrite_options.optimizers.append(3)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="list of str"):
+        ow.Session(config=cfg)
+
+
+def test_signatures_smaller_than_min_graph_nodes_run_as_written() -> None:
+    with ow.Graph().as_default() as g:
+        y = ow.constant(2.0) * 3.0  # three nodes
+    with ow.Session(graph=g) as sess:
+        assert sess.run(y) == 6.0
+        r = report(sess)
+        assert "min_graph_nodes" in r.skipped
+        assert r.nodes_after == 3
+    with ow.Session(graph=g, config=config()) as sess:
+        assert sess.run(y) == 6.0
+        assert report(sess).nodes_after == 1
+
+
+# --- constant folding -----------------------------------------------------------------------
+
+
+def test_constant_subgraphs_fold_and_leave_the_trace() -> None:
+    with ow.Graph().as_default() as g:
+        x = ow.placeholder(ow.float64, shape=(3,), name="x")
+        c = ow.exp(ow.constant([0.0, 1.0, 2.0], ow.float64, name="c"), name="e")
+        k = ow.reduce_sum(c * 2.0, name="k")
+        y = ow.add(x, k, name="y")
+    xv = np.array([1.0, 2.0, 3.0])
+    with ow.Session(graph=g, config=l0()) as sess:
+        want = sess.run(y, {x: xv})
+    with ow.Session(graph=g, config=config()) as sess:
+        got, meta = traced(sess, y, {x: xv})
+        assert got.tobytes() == want.tobytes()  # the same kernels: the same bits
+        nodes = ran(meta)
+        assert set(nodes) == {"k", "y"}  # k is a Const now; e, mul and their inputs are gone
+        assert nodes["k"].op == "Const"
+        assert set(nodes["k"].original_nodes) >= {"k", "e", "mul"}
+        assert nodes["y"].inputs == ["x:0", "k:0"]
+        assert [c.node for c in report(sess).changes("folded")] == ["e", "mul", "k"]
+
+
+def test_folding_never_builds_an_output_over_the_size_cap() -> None:
+    with ow.Graph().as_default() as g:
+        x = ow.placeholder(ow.float32, shape=(), name="x")
+        big = ow.fill([512, 512], 1.5, name="big")  # 1 MiB
+        y = ow.reduce_sum(big * x, name="y")
+    cfg = config()
+    cfg.graph_options.optimizer_options.max_folded_constant_in_bytes = 64 * 1024
+    with ow.Session(graph=g, config=cfg) as sess:
+        assert sess.run(y, {x: 2.0}) == 512 * 512 * 3.0
+        kept = report(sess).changes("kept")
+        assert [c.node for c in kept] == ["big"]
+        # Refused on its static shape: it was never computed at compile time.
+        assert "would take 1048576 bytes" in kept[0].detail
+    with ow.Session(graph=g, config=config()) as sess:  # under the default 10 MiB: folded
+        assert sess.run(y, {x: 2.0}) == 512 * 512 * 3.0
+        assert [c.node for c in report(sess).changes("folded")] == ["big"]
+
+
+def test_stateful_ops_with_constant_inputs_are_not_folded() -> None:
+    with ow.Graph().as_default() as g:
+        r = ow.random_uniform([4], seed=7, name="r")
+        y = ow.identity(r * 2.0, name="y")
+    with ow.Session(graph=g, config=config()) as sess:
+        first, meta = traced(sess, y)
+        second = sess.run(y)
+        assert not np.array_equal(first, second)  # a new draw each run
+        assert "r" in ran(meta)
+        assert "mul" in ran(meta)
+        assert report(sess).changes("folded") == []
+
+
+def test_a_kernel_that_fails_at_compile_time_fails_the_run_as_without_folding() -> None:
+    with ow.Graph().as_default() as g:
+        params = ow.constant([1.0, 2.0], name="params")
+        picked = ow.gather(params, ow.constant(5, name="i"), name="picked")
+        y = ow.identity(picked + 1.0, name="y")
+    for cfg in (config(), l0()):
+        with ow.Session(graph=g, config=cfg) as sess:
+            with pytest.raises(ow.errors.InvalidArgumentError) as e:
+                sess.run(y)
+            assert e.value.node_name == "picked"
+    with ow.Session(graph=g, config=config()) as sess:
+        with pytest.raises(ow.errors.InvalidArgumentError):
+            sess.run(y)
+        assert [c.node for c in report(sess).changes("kept")] == ["picked"]
+
+
+def test_a_folded_node_keeps_its_control_dependencies() -> None:
+    calls: list[str] = []
+
+    def record(v: np.ndarray) -> np.ndarray:
+        calls.append("ran")
+        return v
+
+    with ow.Graph().as_default() as g:
+        side = ow.py_function(record, [ow.constant(0.0)], ow.float32, name="side")
+        with g.control_dependencies([side]):
+            c = ow.constant(2.0, name="c") * 3.0
+        y = ow.identity(c, name="y")
+    with ow.Session(graph=g, config=config()) as sess:
+        assert sess.run(y) == 6.0
+        assert calls == ["ran"]
+        # The fetched y (one output) becomes a constant under its own name, waiting for side.
+        assert [c.node for c in report(sess).changes("folded")] == ["mul", "y"]
+
+
+# --- common subexpressions ------------------------------------------------------------------
+
+
+def test_twins_are_computed_once_and_the_survivor_names_both() -> None:
+    with ow.Graph().as_default() as g:
+        x = ow.placeholder(ow.float64, shape=(2, 2), name="x")
+        a = ow.tanh(x, name="a")
+        b = ow.tanh(x, name="b")
+        p = ow.multiply(x, a, name="p")
+        q = ow.multiply(a, x, name="q")  # the same product: Mul does not depend on the order
+        y = ow.add_n([a, b, p, q], name="y")
+    xv = np.array([[0.1, -0.2], [0.3, 0.9]])
+    with ow.Session(graph=g, config=l0()) as sess:
+        want = sess.run(y, {x: xv})
+    with ow.Session(graph=g, config=config()) as sess:
+        got, meta = traced(sess, y, {x: xv})
+        assert got.tobytes() == want.tobytes()
+        nodes = ran(meta)
+        assert "b" not in nodes
+        assert "q" not in nodes
+        assert nodes["a"].original_nodes == ["a", "b"]
+        assert nodes["y"].inputs == ["a:0", "a:0", "p:0", "p:0"]
+        assert {c.node for c in report(sess).changes("merged")} == {"b", "q"}
+
+
+def test_stateful_twins_are_not_merged() -> None:
+    with ow.Graph().as_default() as g:
+        ow.set_random_seed(1)
+        r1 = ow.random_uniform([3], seed=5, name="r1")
+        r2 = ow.random_uniform([3], seed=5, name="r2")  # same op, attrs and seeds
+        y = ow.identity(r1 + r2, name="y")
+    with ow.Session(graph=g, config=config()) as sess:
+        _, meta = traced(sess, y)
+        assert {"r1", "r2"} <= set(ran(meta))
+        # Their shape constants may merge; the random ops may not.
+        assert not {"r1", "r2"} & {c.node for c in report(sess).changes("merged")}
+
+
+def test_an_update_of_a_folded_constant_still_runs_every_time() -> None:
+    with ow.Graph().as_default() as g:
+        v = ow.Variable(1.0, name="v")
+        inc = ow.assign_add(v, ow.constant(2.0) * 3.0, name="inc")
+        init = ow.global_variables_initializer()
+    with ow.Session(graph=g, config=config()) as sess:
+        sess.run(init)
+        for _ in range(3):
+            sess.run(inc.op)
+        assert sess.run(v) == 19.0
+        r = report(sess)
+    assert [c.node for c in r.changes("folded")] == []  # the last signature: v's read
+    with ow.Session(graph=g, config=config()) as sess:
+        sess.run(init)
+        sess.run(inc.op)
+        assert [c.node for c in report(sess).changes("folded")] == ["mul"]  # not inc
+        assert sess.run(v) == 7.0
+
+
+def test_reads_of_a_variable_are_not_merged() -> None:
+    with ow.Graph().as_default() as g:
+        v = ow.Variable(1.0, name="v")
+        first = v.read_value()
+        second = v.read_value()  # the same op, input and (no) control inputs
+        total = ow.add(ow.tanh(first), ow.tanh(second), name="total")
+        init = ow.global_variables_initializer()
+    with ow.Session(graph=g, config=config()) as sess:
+        sess.run(init)
+        _, meta = traced(sess, total)
+        assert {first.op.name, second.op.name} <= set(ran(meta))
+        assert report(sess).changes("merged") == []
+
+
+def test_constants_merge_by_their_bits() -> None:
+    with ow.Graph().as_default() as g:
+        x = ow.placeholder(ow.float32, shape=(), name="x")
+        zeros = [ow.constant(0.0, name="z0"), ow.constant(-0.0, name="z1")]
+        ones = [ow.constant(1.5, name="o0"), ow.constant(1.5, name="o1")]
+        outs = [ow.multiply(x, c, name=f"m{i}") for i, c in enumerate(zeros + ones)]
+    with ow.Session(graph=g, config=config()) as sess:
+        got = sess.run(outs, {x: 2.0})
+        assert [float(v) for v in got] == [0.0, -0.0, 3.0, 3.0]
+        assert np.signbit(got[1])
+        assert not np.signbit(got[0])
+        # o1 merges into o0; m3 then equals m2 but is fetched, so it stays.
+        assert {c.node for c in report(sess).changes("merged")} == {"o1"}
+
+
+# --- arithmetic -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "build_y",
+    [
+        lambda x: x * 1.0,
+        lambda x: 1.0 * x,
+        lambda x: x + 0.0,
+        lambda x: 0.0 + x,
+        lambda x: x - 0.0,
+        lambda x: x / 1.0,
+        lambda x: x * np.ones(3, np.float32),
+        lambda x: x + np.zeros((1, 3), np.float32),
+        lambda x: ow.negative(ow.negative(x)),
+        lambda x: ow.transpose(ow.transpose(x)),
+        lambda x: _CAST(x=x, DstT=ow.float32),
+    ],
+    ids=["x*1", "1*x", "x+0", "0+x", "x-0", "x/1", "x*ones", "x+zeros", "--x", "TT", "cast"],
+)
+def test_identities_are_removed(build_y: Any) -> None:
+    with ow.Graph().as_default() as g:
+        x = ow.placeholder(ow.float32, shape=(None, 3), name="x")
+        y = ow.identity(build_y(x), name="y")
+        z = ow.tanh(y, name="z")
+    xv = np.array([[1.5, -0.0, np.nan], [2.0, 3.0, -4.0]], np.float32)
+    with ow.Session(graph=g, config=l0()) as sess:
+        want = sess.run(z, {x: xv})
+    with ow.Session(graph=g, config=config()) as sess:
+        got, meta = traced(sess, z, {x: xv})
+        np.testing.assert_array_equal(got, want)
+        assert set(ran(meta)) == {"z"}  # only the tanh runs, on the fed x
+        assert ran(meta)["z"].inputs == ["x:0"]
+
+
+def test_zeros_that_broadcast_x_to_a_larger_shape_are_kept() -> None:
+    with ow.Graph().as_default() as g:
+        x = ow.placeholder(ow.float32, shape=(None, 3), name="x")
+        y = ow.tanh(x + np.zeros((2, 3), np.float32), name="y")  # x may be (1, 3)
+        v = ow.placeholder(ow.float32, shape=(3,), name="v")
+        w = ow.tanh(v * np.ones((2, 3), np.float32), name="w")
+    with ow.Session(graph=g, config=config()) as sess:
+        got = sess.run([y, w], {x: np.ones((1, 3), np.float32), v: np.ones(3, np.float32)})
+        assert got[0].shape == (2, 3)
+        assert got[1].shape == (2, 3)
+        assert report(sess).changes("removed") == []
+
+
+def test_a_fetched_identity_operation_stays_as_an_identity() -> None:
+    with ow.Graph().as_default() as g:
+        x = ow.placeholder(ow.float32, shape=(2,), name="x")
+        y = ow.multiply(x, 1.0, name="y")
+        z = ow.tanh(y, name="z")
+    with ow.Session(graph=g, config=config()) as sess:
+        (yv, _zv), meta = traced(sess, [y, z], {x: [1.0, 2.0]})
+        np.testing.assert_array_equal(yv, [1.0, 2.0])
+        assert ran(meta)["y"].op == "Identity"
+        assert ran(meta)["y"].original_nodes == ["y"]
+        assert ran(meta)["y"].inputs == ["x:0"]
+        assert ran(meta)["z"].inputs == ["y:0"]
+
+
+def test_constant_chains_reassociate_as_tensorflow_does() -> None:
+    with ow.Graph().as_default() as g:
+        x = ow.placeholder(ow.float32, shape=(4,), name="x")
+        y = x
+        for _i in range(1000):
+            y = y + 0.1  # a new constant each step
+        y = ow.identity(y, name="y")
+    xv = np.array([0.0, 1.0, -3.0, 1e6], np.float32)
+    with ow.Session(graph=g, config=l0()) as sess:
+        want = sess.run(y, {x: xv})
+    with ow.Session(graph=g, config=config()) as sess:
+        got, meta = traced(sess, y, {x: xv})
+        r = report(sess)
+    # One Add of x and a folded constant (0.1 summed 1000 times in float32) is left, with the
+    # feed and the fetched identity.
+    assert r.nodes_before == 2002
+    assert r.nodes_after == 4
+    assert len([c for c in r.changes("rewritten") if "re-associated" in c.detail]) == 999
+    nodes = ran(meta)
+    (last,) = [n for n in nodes.values() if n.op in ("Add", "AddV2")]
+    assert len(last.original_nodes) == 1000
+    # Rounding differs from summing step by step: float32, within 1000 roundings of x + 100.
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=2e-3)
+    np.testing.assert_allclose(got, xv + 100.0, rtol=1e-4, atol=2e-3)
+
+
+def test_the_tiny_chain_collapses_to_one_add() -> None:
+    m = ow.models.tiny_chain(length=1000, size=3)
+    with ow.Session(graph=m.graph) as sess:
+        np.testing.assert_array_equal(sess.run(m.fetches, m.feed_dict), [500.0] * 3)
+        r = report(sess)
+        # The feed, the constant, one add, and the fetched last mul as an Identity of it.
+        assert r.nodes_before == 1002
+        assert r.nodes_after == 4
+
+
+def test_float16_constants_are_not_reassociated() -> None:
+    with ow.Graph().as_default() as g:
+        x = ow.placeholder(ow.float16, shape=(), name="x")
+        y = ow.identity((x + ow.constant(0.1, ow.float16)) + ow.constant(0.2, ow.float16))
+    with ow.Session(graph=g, config=config()) as sess:
+        sess.run(y, {x: 1.0})
+        assert report(sess).changes("rewritten") == []
+
+
+def test_reshape_of_reshape_drops_the_inner_one_only_when_it_cannot_fail() -> None:
+    with ow.Graph().as_default() as g:
+        x = ow.placeholder(ow.float32, shape=None, name="x")
+        # [-1, 2] fits whenever [-1, 4] does: the inner reshape can go.
+        safe = ow.tanh(ow.reshape(ow.reshape(x, [-1, 2]), [-1, 4]), name="safe")
+        # [-1, 4] may fail where [-1, 2] does not (6 elements): both stay.
+        risky = ow.tanh(ow.reshape(ow.reshape(x, [-1, 4]), [-1, 2]), name="risky")
+        flat = ow.tanh(ow.reshape(ow.reshape(x, [-1, 2]), [-1]), name="flat")
+    with ow.Session(graph=g, config=config()) as sess:
+        assert sess.run(safe, {x: np.zeros(8, np.float32)}).shape == (2, 4)
+        assert [c.node for c in report(sess).changes("rewritten")] == ["Reshape_1"]
+        with pytest.raises(ow.errors.InvalidArgumentError, match="multiple of 4"):
+            sess.run(risky, {x: np.ones(6, np.float32)})  # the inner reshape still fails
+        assert report(sess).changes("rewritten") == []
+        with pytest.raises(ow.errors.InvalidArgumentError, match="multiple of 2"):
+            sess.run(flat, {x: np.ones(5, np.float32)})
+
+
+def test_double_transposes_compose() -> None:
+    with ow.Graph().as_default() as g:
+        x = ow.placeholder(ow.float32, shape=(2, 3, 4), name="x")
+        y = ow.tanh(ow.transpose(ow.transpose(x, [1, 0, 2]), [0, 2, 1]), name="y")
+    xv = np.arange(24, dtype=np.float32).reshape(2, 3, 4) / 24
+    with ow.Session(graph=g, config=l0()) as sess:
+        want = sess.run(y, {x: xv})
+    with ow.Session(graph=g, config=config()) as sess:
+        got, meta = traced(sess, y, {x: xv})
+        np.testing.assert_array_equal(got, want)
+        transposes = [n for n in ran(meta).values() if n.op == "Transpose"]
+        assert len(transposes) == 1
+
+
+# --- identities, no-ops, feeds, fetches, control dependencies --------------------------------
+
+
+def test_identity_chains_go_but_fetched_and_fed_ones_stay() -> None:
+    with ow.Graph().as_default() as g:
+        x = ow.placeholder(ow.float32, shape=(2,), name="x")
+        i1 = ow.identity(x, name="i1")
+        i2 = ow.identity(i1, name="i2")
+        i3 = ow.identity(i2, name="i3")
+        y = ow.tanh(i3, name="y")
+    xv = np.array([0.5, -0.5], np.float32)
+    with ow.Session(graph=g, config=config()) as sess:
+        (yv, i2v), meta = traced(sess, [y, i2], {x: xv})
+        np.testing.assert_array_equal(i2v, xv)
+        assert set(ran(meta)) == {"i2", "y"}
+        assert ran(meta)["y"].inputs == ["i2:0"]
+        # Feeding i2 replaces everything upstream of it; y reads the fed value.
+        fed = np.array([1.0, 2.0], np.float32)
+        yv, meta = traced(sess, y, {i2: fed})
+        np.testing.assert_array_equal(yv, np.tanh(fed))
+        assert set(ran(meta)) == {"y"}
+        assert ran(meta)["y"].inputs == ["i2:0"]  # named by the fed tensor
+
+
+def test_feeding_the_output_of_a_removable_op_uses_the_fed_value() -> None:
+    with ow.Graph().as_default() as g:
+        x = ow.placeholder(ow.float32, shape=(2,), name="x")
+        one = ow.multiply(x, 1.0, name="one")
+        y = ow.tanh(one, name="y")
+    with ow.Session(graph=g, config=config()) as sess:
+        fed = np.array([3.0, 4.0], np.float32)
+        np.testing.assert_array_equal(sess.run(y, {x: [0.0, 0.0], one: fed}), np.tanh(fed))
+
+
+def test_control_dependencies_survive_removed_identities_and_no_ops() -> None:
+    order: list[str] = []
+    lock = threading.Lock()
+
+    def record(tag: str) -> Any:
+        def body(v: np.ndarray) -> np.ndarray:
+            with lock:
+                order.append(tag)
+            return v
+
+        return body
+
+    with ow.Graph().as_default() as g:
+        x = ow.placeholder(ow.float32, shape=(), name="x")
+        first = ow.py_function(record("first"), [x], ow.float32, name="first")
+        with g.control_dependencies([first]):
+            gate = ow.no_op(name="gate")
+        with g.control_dependencies([gate]):
+            passed = ow.identity(x, name="passed")
+        second = ow.py_function(record("second"), [passed], ow.float32, name="second")
+    cfg = config()
+    cfg.inter_op_parallelism_threads = 2
+    with ow.Session(graph=g, config=cfg) as sess:
+        for _ in range(20):
+            sess.run(second, {x: 1.0})
+        assert order == ["first", "second"] * 20
+        removed = {c.node for c in report(sess).changes("removed")}
+        assert {"gate", "passed"} <= removed
+
+
+def test_an_identity_of_a_stateful_op_is_kept() -> None:
+    with ow.Graph().as_default() as g:
+        r = ow.random_uniform([2], seed=3, name="r")
+        snap = ow.identity(r, name="snap")
+        y = ow.add(snap, snap, name="y")
+    with ow.Session(graph=g, config=config()) as sess:
+        _, meta = traced(sess, y)
+        assert "snap" in ran(meta)
+
+
+def test_targets_run_and_stay() -> None:
+    calls: list[int] = []
+
+    def tick(v: np.ndarray) -> np.ndarray:
+        calls.append(1)
+        return v
+
+    with ow.Graph().as_default() as g:
+        t = ow.py_function(tick, [ow.constant(1.0)], ow.float32, name="t")
+        with g.control_dependencies([t]):
+            noop = ow.no_op(name="step")
+    with ow.Session(graph=g, config=config()) as sess:
+        assert sess.run(noop) is None
+        assert sess.run([noop, "step"]) == [None, None]
+        assert calls == [1, 1]
+
+
+# --- observability --------------------------------------------------------------------------
+
+
+def test_partition_graphs_hold_the_optimized_graph() -> None:
+    with ow.Graph().as_default() as g:
+        x = ow.placeholder(ow.float32, shape=(2,), name="x")
+        y = ow.identity(x * 1.0 + ow.constant(2.0) * 3.0, name="y")
+    with ow.Session(graph=g, config=config()) as sess:
+        _, meta = traced(sess, y, {x: [1.0, 2.0]})
+        nodes = graph_nodes(meta)
+        assert set(nodes) == {"_arg_x_0_0", "mul_1", "add", "y"}
+        assert nodes["_arg_x_0_0"]["op"] == "_Arg"
+        assert nodes["_arg_x_0_0"]["attr"]["tensor_name"] == "x:0"
+        assert nodes["add"]["input"] == ["_arg_x_0_0", "mul_1"]
+        np.testing.assert_array_equal(nodes["mul_1"]["attr"]["value"], np.float32(6.0))
+        assert nodes["mul_1"]["original_nodes"] == ["mul_1"]
+        assert len(nodes) == report(sess).nodes_after
+    # Without the option, nothing is exported; clear() forgets them.
+    meta = ow.RunMetadata()
+    meta.partition_graphs.append(ow.config.PartitionGraph())
+    meta.clear()
+    assert meta.partition_graphs == []
+
+
+def test_timeline_args_name_the_original_nodes() -> None:
+    with ow.Graph().as_default() as g:
+        x = ow.placeholder(ow.float32, shape=(2,), name="x")
+        y = ow.identity((x + 1.0) + 2.0, name="y")
+    with ow.Session(graph=g, config=config()) as sess:
+        _, meta = traced(sess, y, {x: [1.0, 2.0]})
+    trace = json.loads(Timeline(meta.step_stats).generate_chrome_trace_format())
+    ops = {e["name"]: e for e in trace["traceEvents"] if e.get("cat") == "Op"}
+    assert "add" not in ops  # absorbed by add_1
+    assert ops["add_1"]["args"]["original_nodes"] == ["add_1", "add"]
+    assert "original_nodes" not in ops["y"]["args"]
+
+
+def test_the_report_says_what_each_pass_did() -> None:
+    m = ow.models.tiny_chain(length=10)
+    with ow.Session(graph=m.graph) as sess:
+        sess.run(m.fetches, m.feed_dict)
+        r = report(sess)
+    text = str(r)
+    # The feed, one add, its constant, and the fetched last mul as an Identity.
+    assert text.splitlines()[0] == "graph optimizer: 12 -> 4 nodes"
+    assert "arithmetic: 12 -> 4 nodes" in text
+    assert "removed mul_1: Mul by its second operand (ones) is its other operand" in text
+    arithmetic = next(p for p in r.passes if p.name == "arithmetic")
+    # 5 muls removed (the fetched last one rewritten into an Identity), 4 adds re-associated.
+    assert arithmetic.count("removed") >= 4
+    assert arithmetic.count("rewritten") == 5
+    assert all(p.error == "" for p in r.passes)
+
+
+def test_the_report_follows_the_signature_compiled_last() -> None:
+    with ow.Graph().as_default() as g:
+        a = ow.identity(ow.constant(1.0) + 2.0, name="a")
+        b = ow.identity(ow.constant(3.0) + 4.0, name="b")
+    with ow.Session(graph=g, config=config()) as sess:
+        assert sess.optimizer_report() is None
+        sess.run(a)
+        assert [c.node for c in report(sess).changes("folded")] == ["add", "a"]
+        sess.run(b)
+        assert [c.node for c in report(sess).changes("folded")] == ["add_1", "b"]
+        sess.run(a)  # cached: nothing compiled, the report stays
+        assert [c.node for c in report(sess).changes("folded")] == ["add_1", "b"]
+
+
+# --- the same results with the optimizer on and off ------------------------------------------
+
+_RICH = OPTIMIZABLE * 3 + ["neg", "tanh", "identity", "rowmean", "py", "add", "sub", "mul"]
+_RICH += ["max", "matmul", "fail"]
+
+
+def _reassociates(spec: Spec) -> bool:
+    return any(spec.nodes[i].op == "addc" for i in needed(spec))
+
+
+@SETTINGS
+@given(spec=graph_specs(_RICH), seed=st.integers(0, 2**32 - 1), data=st.data())
+def test_random_graphs_give_the_same_results_with_the_optimizer_on_and_off(
+    spec: Spec, seed: int, data: st.DataObject
+) -> None:
+    rng = np.random.default_rng(seed)
+    feeds = (rng.uniform(-1, 1, (spec.n, spec.n)), rng.uniform(-1, 1, (spec.n, spec.n)))
+    overrides: dict[int, np.ndarray] = {}
+    if len(spec.nodes) > 2 and data.draw(st.booleans()):
+        overrides[data.draw(st.integers(2, len(spec.nodes) - 1))] = rng.uniform(
+            -1, 1, (spec.n, spec.n)
+        )
+    built = build(spec)
+    feed_dict = dict(zip(built.inputs, feeds, strict=True))
+    feed_dict.update({built.tensors[i]: v for i, v in overrides.items()})
+    try:
+        evaluate(spec, feeds, overrides)
+        fails = False
+    except InjectedFailure:
+        fails = True
+    results = []
+    for cfg in (l0(), config()):
+        with ow.Session(graph=built.graph, config=cfg) as sess:
+            if fails:
+                with pytest.raises(InjectedFailure):
+                    sess.run(built.fetches, feed_dict=feed_dict)
+                continue
+            results.append(sess.run(built.fetches, feed_dict=feed_dict))
+    if fails:
+        return
+    off, on = results
+    check(spec, on, feeds, overrides)
+    for a, b in zip(off, on, strict=True):
+        if _reassociates(spec):
+            # Re-associated constants round differently (float64 here).
+            np.testing.assert_allclose(b, a, rtol=1e-12, atol=1e-14)
+        else:
+            # Bit for bit, but for the sign of a zero (x + 0.0 keeps -0.0, as TensorFlow's does).
+            np.testing.assert_array_equal(b, a)
+
+
+def test_concurrent_first_runs_of_one_signature_agree() -> None:
+    m = ow.models.tiny_chain(length=200, size=4)
+    with ow.Session(graph=m.graph, config=config()) as sess:
+        out: list[Any] = []
+
+        def run() -> None:
+            out.append(sess.run(m.fetches, m.feed_dict))
+
+        threads = [threading.Thread(target=run) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert len(out) == 4
+        for v in out:
+            np.testing.assert_array_equal(v, [100.0] * 4)
