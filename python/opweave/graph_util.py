@@ -245,7 +245,7 @@ def convert_variables_to_constants(
                     "(freeze the inference outputs, not the training ops)"
                 )
     names = list(frozen)
-    values = sess.run([f"{n}:0" for n in names]) if names else []
+    values = dict(zip(names, sess.run([f"{n}:0" for n in names]), strict=True)) if names else {}
     logging.info("Froze %d variables.", len(values))
 
     out = type(inference)()
@@ -255,7 +255,7 @@ def convert_variables_to_constants(
             dt = dtype_from_enum(node.attr["dtype"].type, f"variable {node.name!r}")
             const = m.NodeDef(name=node.name, op="Const")
             const.attr["dtype"].type = dt.as_datatype_enum
-            value = np.asarray(values[names.index(node.name)])
+            value = np.asarray(values[node.name])
             ndarray_to_proto(value, dt, const.attr["value"].tensor)
             out.node.append(const)
         else:
