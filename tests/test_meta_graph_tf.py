@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import runpy
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -202,29 +203,34 @@ def test_a_graph_frozen_by_tensorflow_runs_in_opweave_with_its_outputs(oracle: O
 # -- the resumable program, on both libraries -------------------------------------------------
 
 
-def _run_program(mode: str, model_dir: Path, tensorflow: bool) -> dict[str, Any]:
-    env = {
-        **os.environ,
-        "TF_CPP_MIN_LOG_LEVEL": "3",
-        "PYTHONPATH": os.pathsep.join(
-            [str(Path(tf.__file__).parent.parent), os.environ.get("PYTHONPATH", "")]
-        ),
-    }
-    args = [sys.executable, str(PROGRAMS / "meta_graph_resume.py"), mode, str(model_dir)]
-    args += ["--steps", "3"] + (["--tensorflow"] if tensorflow else [])
-    proc = subprocess.run(args, capture_output=True, text=True, timeout=300, env=env, check=False)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return dict(json.loads(proc.stdout.strip().splitlines()[-1]))
+_ON_TENSORFLOW = """
+import json, runpy, sys
+program = runpy.run_path(sys.argv[1], run_name="program")
+tf = program["_library"](True)
+first = program["train"](tf, sys.argv[2], 3)
+second = program["resume"](tf, sys.argv[2], 3)  # a new graph: nothing of the first is kept
+print(json.dumps([first["losses"], second["losses"], second["start"]]))
+"""
 
 
 @pytest.mark.slow
 def test_the_resumable_program_gives_tensorflows_losses(tmp_path: Path) -> None:
-    losses = {}
-    for lib in ("opweave", "tensorflow"):
-        d = tmp_path / lib
-        d.mkdir()
-        first = _run_program("train", d, lib == "tensorflow")
-        second = _run_program("resume", d, lib == "tensorflow")
-        losses[lib] = first["losses"] + second["losses"]
-        assert second["start"] == 3
+    # Both halves in one TensorFlow process (importing TensorFlow takes seconds); opweave's
+    # halves in separate processes are tests/test_meta_graph.py's.
+    (tmp_path / "tf").mkdir()
+    proc = subprocess.run(
+        [sys.executable, "-c", _ON_TENSORFLOW, str(PROGRAMS / "meta_graph_resume.py"),
+         str(tmp_path / "tf")],
+        capture_output=True, text=True, timeout=300, check=False,
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    tf_first, tf_second, tf_start = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert tf_start == 3
+    program = runpy.run_path(str(PROGRAMS / "meta_graph_resume.py"), run_name="program")
+    (tmp_path / "ow").mkdir()
+    first = program["train"](tf, str(tmp_path / "ow"), 3)
+    second = program["resume"](tf, str(tmp_path / "ow"), 3)
+    assert second["start"] == 3
+    losses = {"opweave": first["losses"] + second["losses"], "tensorflow": tf_first + tf_second}
     np.testing.assert_allclose(losses["opweave"], losses["tensorflow"], rtol=1e-5)
