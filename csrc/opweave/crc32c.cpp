@@ -51,8 +51,8 @@ std::uint32_t extend_portable(std::uint32_t c, const unsigned char* p, std::size
 // Compiled for SSE4.2 by attribute rather than by a file-wide flag, so the rest of this file stays
 // baseline x86-64; it runs only when cpuid says the CPU has SSE4.2 (kHardware).
 __attribute__((target("sse4.2,crc32"))) std::uint32_t extend_sse42(std::uint32_t c,
-                                                             const unsigned char* p,
-                                                             std::size_t n) noexcept {
+                                                                   const unsigned char* p,
+                                                                   std::size_t n) noexcept {
   std::uint64_t c64 = c;
   while (n >= 8) {
     std::uint64_t word;
