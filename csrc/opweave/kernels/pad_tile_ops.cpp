@@ -167,7 +167,9 @@ Tensor mirror_pad_grad(const Tensor& grad_in,
                        ThreadPool* pool) {
   Tensor cur = grad_in.contiguous();
   for (std::size_t d = 0; d < pads.size(); ++d) {
-    const auto [before, after] = pads[d];
+    // Named copies, not a structured binding: lambdas below capture them (C++20 for bindings).
+    const std::int64_t before = pads[d].first;
+    const std::int64_t after = pads[d].second;
     if (before == 0 && after == 0) continue;
     const Shape& s = cur.shape();
     const std::int64_t padded = s[d];

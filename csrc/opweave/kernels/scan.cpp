@@ -92,7 +92,8 @@ constexpr T identity() {
 // outside the group.
 template <typename T, int K, bool kUp>
 inline Group<T> shifted(const Group<T>& v, typename Half<T>::Type id) {
-  using M = typename Half<T>::Mask;
+  // Unused where OPWEAVE_SHUFFLE* expands to __builtin_shufflevector (clang).
+  using M [[maybe_unused]] = typename Half<T>::Mask;
   constexpr int H = Half<T>::kLanes;
   if constexpr (K == H) {
     return kUp ? Group<T>{id, v.lo} : Group<T>{v.hi, id};
@@ -117,7 +118,8 @@ inline Group<T> shifted(const Group<T>& v, typename Half<T>::Type id) {
 // Every lane set to the group's last (kLast) or first lane.
 template <typename T, bool kLast>
 inline typename Half<T>::Type broadcast_end(const Group<T>& v) {
-  using M = typename Half<T>::Mask;
+  // Unused where OPWEAVE_SHUFFLE* expands to __builtin_shufflevector (clang).
+  using M [[maybe_unused]] = typename Half<T>::Mask;
   if constexpr (Half<T>::kLanes == 4) {
     return kLast ? OPWEAVE_SHUFFLE1(v.hi, M, 3, 3, 3, 3) : OPWEAVE_SHUFFLE1(v.lo, M, 0, 0, 0, 0);
   } else {

@@ -474,8 +474,8 @@ OPWEAVE_VM_INLINE float pow_f32(float x, float y) {
 // Whether fmod_f32 is exact for these operands: |x / y| < 2^24 (elsewhere the callers use the C
 // library). Infinite or NaN operands and y = 0 are handled by fmod_f32 itself.
 OPWEAVE_VM_INLINE bool fmod_f32_in_range(float x, float y) {
-  return !(abs(x) >= 16777216.0f * abs(y)) | (abs(x) == std::numeric_limits<float>::infinity()) |
-         (y == 0.0f);
+  return !(abs(x) >= 16777216.0f * abs(y)) || abs(x) == std::numeric_limits<float>::infinity() ||
+         y == 0.0f;
 }
 
 // C's fmod of float32 where |x / y| < 2^24, in double: the truncated quotient q = trunc(x / y) is
