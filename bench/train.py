@@ -1,9 +1,18 @@
 """Training-step benchmark: opweave vs TensorFlow 1 graph mode vs PyTorch eager.
 
-One training step -- forward, backward and Adam update -- of an MLP 784-512-512-10 at batch 256,
-as one network ("single") and as 4 independent towers whose losses are summed ("towers": four
-times the work, in four independent branches an inter-op pool can run at once), under
-(intra, inter) = (1, 1), (2, 1), (1, 2), (2, 2) threads.
+One training step -- forward, backward and Adam update -- under (intra, inter) = (1, 1), (2, 1),
+(1, 2), (2, 2) threads, of
+
+- an MLP 784-512-512-10 at batch 256, as one network ("single") and as 4 independent towers whose
+  losses are summed ("towers": four times the work, in four independent branches an inter-op pool
+  can run at once);
+- TensorFlow 1's "Deep MNIST for experts" network (opweave.examples.tutorials.mnist.mnist_deep):
+  conv 5x5x1x32 SAME + ReLU, max-pool 2x2, conv 5x5x32x64 SAME + ReLU, max-pool 2x2, dense
+  3136x1024 + ReLU, dropout, dense 1024x10, softmax cross-entropy, Adam 1e-4, at the tutorial's
+  batch of 50 ("cnn50") and at 256 ("cnn256"). Dropout is in every library's step with keep
+  probability 1 (TensorFlow and opweave still draw the mask), so that the same steps from the
+  same start give the same loss. PyTorch runs the equivalent torch.nn model (NCHW, its native
+  layout; the first dense layer's rows reordered for NCHW flattening).
 
 Every library starts from the same weights (NumPy, seeded) and data and runs the same loss:
 softmax cross-entropy when opweave has ``nn.softmax_cross_entropy_with_logits_v2``, else the mean
@@ -21,6 +30,7 @@ difference here).
     python bench/train.py              # the grid, 3 rounds
     python bench/train.py --quick      # 1 round, fewer steps
     python bench/train.py --only single
+    python bench/train.py --only cnn50 cnn256
 """
 
 from __future__ import annotations
@@ -49,6 +59,16 @@ BATCH = 256
 TOWERS = 4
 LR = 1e-3
 SETTINGS = ((1, 1), (2, 1), (1, 2), (2, 2))  # (intra, inter)
+CNN_SHAPES = ((5, 5, 1, 32), (32,), (5, 5, 32, 64), (64,), (3136, 1024), (1024,), (1024, 10), (10,))
+CNN_LR = 1e-4
+KEEP_PROB = 1.0
+# The table's rows: (label, model, towers or batch).
+CASES = (
+    ("single", "mlp", 1),
+    ("towers", "mlp", TOWERS),
+    ("cnn50", "cnn", 50),
+    ("cnn256", "cnn", 256),
+)
 LIBS = ("opweave", "tensorflow", "torch")
 PEER_ENV_DROP = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
 
@@ -160,15 +180,107 @@ def torch_step(towers: int, kind: str) -> tuple[Callable[[], Any], Any]:
     return step, measure
 
 
+# -- the deep MNIST network ---------------------------------------------------------------------
+def cnn_weights() -> list[np.ndarray]:
+    """As the tutorial initializes them: weights from a normal of deviation 0.1 truncated at two
+    deviations, biases 0.1 (HWIO filters, [in, out] dense weights); seeded."""
+    rng = np.random.default_rng(3)
+    out = []
+    for shape in CNN_SHAPES:
+        if len(shape) == 1:
+            out.append(np.full(shape, 0.1, np.float32))
+            continue
+        z = rng.standard_normal(shape)
+        while (far := np.abs(z) > 2).any():
+            z[far] = rng.standard_normal(int(far.sum()))
+        out.append((0.1 * z).astype(np.float32))
+    return out
+
+
+def cnn_data(batch: int) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(4)
+    x = rng.random((batch, 784), dtype=np.float32)
+    return x, np.eye(10, dtype=np.float32)[rng.integers(0, 10, batch)]
+
+
+def cnn_graph_step(tf: Any, batch: int, config: Any) -> tuple[Callable[[], Any], Any]:
+    """opweave or tf.compat.v1 (the same code, the tutorial's graph)."""
+    x_val, y_val = cnn_data(batch)
+    g = tf.Graph()
+    with g.as_default():
+        x = tf.placeholder(tf.float32, [None, 784], name="x")
+        y = tf.placeholder(tf.float32, [None, 10], name="y")
+        keep_prob = tf.placeholder(tf.float32, name="keep_prob")
+        w1, b1, w2, b2, w3, b3, w4, b4 = (tf.Variable(v) for v in cnn_weights())
+        h = tf.reshape(x, [-1, 28, 28, 1])
+        for w, b in ((w1, b1), (w2, b2)):
+            h = tf.nn.relu(tf.nn.conv2d(h, w, strides=[1, 1, 1, 1], padding="SAME") + b)
+            h = tf.nn.max_pool(h, ksize=[1, 2, 2, 1], strides=[1, 2, 2, 1], padding="SAME")
+        h = tf.nn.relu(tf.matmul(tf.reshape(h, [-1, 7 * 7 * 64]), w3) + b3)
+        logits = tf.matmul(tf.nn.dropout(h, keep_prob), w4) + b4
+        loss = tf.reduce_mean(tf.nn.softmax_cross_entropy_with_logits_v2(labels=y, logits=logits))
+        train = tf.train.AdamOptimizer(CNN_LR).minimize(loss)
+        init = tf.global_variables_initializer()
+    sess = tf.Session(graph=g, config=config)
+    sess.run(init)
+    step = sess.make_callable(train, [x, y, keep_prob])
+    measure = sess.make_callable(loss, [x, y, keep_prob])
+    return (lambda: step(x_val, y_val, KEEP_PROB)), (lambda: float(measure(x_val, y_val, 1.0)))
+
+
+def cnn_torch_step(batch: int) -> tuple[Callable[[], Any], Any]:
+    import torch
+    from torch import nn
+
+    x_val, y_val = cnn_data(batch)
+    w1, b1, w2, b2, w3, b3, w4, b4 = cnn_weights()
+    model = nn.Sequential(
+        nn.Conv2d(1, 32, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(32, 64, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Flatten(), nn.Linear(3136, 1024), nn.ReLU(), nn.Dropout(1.0 - KEEP_PROB),
+        nn.Linear(1024, 10),
+    )  # fmt: skip
+    # TensorFlow flattens [7, 7, 64] maps as (h, w, c), PyTorch [64, 7, 7] as (c, h, w).
+    w3_chw = w3.reshape(7, 7, 64, 1024).transpose(2, 0, 1, 3).reshape(3136, 1024)
+    with torch.no_grad():
+        for layer, w, b in ((model[0], w1.transpose(3, 2, 0, 1), b1),  # HWIO -> OIHW
+                            (model[3], w2.transpose(3, 2, 0, 1), b2),
+                            (model[7], w3_chw.T, b3), (model[10], w4.T, b4)):  # fmt: skip
+            layer.weight.copy_(torch.from_numpy(np.ascontiguousarray(w)))
+            layer.bias.copy_(torch.from_numpy(b))
+    x = torch.from_numpy(x_val).reshape(-1, 1, 28, 28)  # NCHW, one channel: the same memory
+    y = torch.from_numpy(y_val)
+    opt = torch.optim.Adam(model.parameters(), lr=CNN_LR, eps=1e-8)
+
+    def step() -> None:
+        opt.zero_grad(set_to_none=True)
+        torch.nn.functional.cross_entropy(model(x), y).backward()
+        opt.step()
+
+    def measure() -> float:
+        model.eval()
+        with torch.no_grad():
+            value = float(torch.nn.functional.cross_entropy(model(x), y))
+        model.train()
+        return value
+
+    return step, measure
+
+
 # -- a worker: one library, one setting, one fresh process -----------------------------------------
-def worker(lib: str, intra: int, inter: int, towers: int, steps: int, kind: str) -> dict[str, Any]:
+def worker(lib: str, intra: int, inter: int, case: str, steps: int, kind: str) -> dict[str, Any]:
+    model, size = next((m, n) for label, m, n in CASES if label == case)
     if lib == "opweave":
         import opweave as ow
 
         config = ow.ConfigProto(
             intra_op_parallelism_threads=intra, inter_op_parallelism_threads=inter
         )
-        step, measure = graph_step(ow, towers, kind, config)
+        step, measure = (
+            graph_step(ow, size, kind, config)
+            if model == "mlp"
+            else cnn_graph_step(ow, size, config)
+        )
     elif lib == "tensorflow":
         import tensorflow as tf_mod
 
@@ -177,13 +289,17 @@ def worker(lib: str, intra: int, inter: int, towers: int, steps: int, kind: str)
         config = tf.ConfigProto(
             intra_op_parallelism_threads=intra, inter_op_parallelism_threads=inter
         )
-        step, measure = graph_step(tf, towers, kind, config)
+        step, measure = (
+            graph_step(tf, size, kind, config)
+            if model == "mlp"
+            else cnn_graph_step(tf, size, config)
+        )
     else:
         import torch
 
         torch.set_num_threads(intra)
         torch.set_num_interop_threads(inter)
-        step, measure = torch_step(towers, kind)
+        step, measure = torch_step(size, kind) if model == "mlp" else cnn_torch_step(size)
     for _ in range(3):  # warm up: allocations, cost estimates, caches
         step()
     times = []
@@ -194,13 +310,13 @@ def worker(lib: str, intra: int, inter: int, towers: int, steps: int, kind: str)
     return {"median_s": statistics.median(times), "loss": measure(), "steps": steps + 3}
 
 
-def _run_worker(lib: str, intra: int, inter: int, towers: int, steps: int, kind: str) -> Any:
+def _run_worker(lib: str, intra: int, inter: int, case: str, steps: int, kind: str) -> Any:
     env = dict(os.environ)
     if lib != "opweave":
         for key in PEER_ENV_DROP:
             env.pop(key, None)
-    cmd = [sys.executable, __file__, "--worker", lib, str(intra), str(inter), str(towers),
-           str(steps), kind]  # fmt: skip
+    cmd = [sys.executable, __file__, "--worker", lib, str(intra), str(inter), case, str(steps),
+           kind]  # fmt: skip
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
     if proc.returncode != 0:
         return {"error": proc.stderr.strip().splitlines()[-1] if proc.stderr else "failed"}
@@ -258,13 +374,16 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--quick", action="store_true", help="1 round, fewer steps")
     parser.add_argument("--rounds", type=int, default=None, help="repetitions of the grid")
     parser.add_argument("--steps", type=int, default=None, help="timed steps per worker")
-    parser.add_argument("--only", choices=["single", "towers"], default=None)
-    parser.add_argument("--worker", nargs=6, metavar=("LIB", "INTRA", "INTER", "TOWERS", "STEPS",
+    parser.add_argument(
+        "--only", nargs="+", choices=[label for label, _, _ in CASES], default=None,
+        help="these rows only",
+    )  # fmt: skip
+    parser.add_argument("--worker", nargs=6, metavar=("LIB", "INTRA", "INTER", "CASE", "STEPS",
                                                       "LOSS"))  # fmt: skip
     args = parser.parse_args(argv)
     if args.worker:
-        lib, intra, inter, towers, steps, kind = args.worker
-        print(json.dumps(worker(lib, int(intra), int(inter), int(towers), int(steps), kind)))
+        lib, intra, inter, case, steps, kind = args.worker
+        print(json.dumps(worker(lib, int(intra), int(inter), case, int(steps), kind)))
         return
     rounds = args.rounds or (1 if args.quick else 3)
     steps = args.steps or (5 if args.quick else 20)
@@ -283,18 +402,24 @@ def main(argv: Sequence[str] | None = None) -> None:
         versions.append(f"{lib} {_version(lib)}" if lib in libs else f"{lib} missing")
     print(f"# {', '.join(versions)}; numpy BLAS {_blas()}")
     print(
-        f"# MLP {'-'.join(map(str, SIZES))}, batch {BATCH}, Adam, loss "
-        f"{'softmax cross-entropy' if kind == 'xent' else 'MSE on one-hot labels'}; one fresh "
-        f"process per (library, setting); median step of {steps} per worker, median over "
-        f"{rounds} round(s); ratio = peer / opweave (> 1: opweave is faster)"
+        f"# single, towers: MLP {'-'.join(map(str, SIZES))}, batch {BATCH}, Adam {LR}, loss "
+        f"{'softmax cross-entropy' if kind == 'xent' else 'MSE on one-hot labels'}"
+    )
+    print(
+        "# cnn50, cnn256: deep MNIST (conv 5x5x1x32, pool, conv 5x5x32x64, pool, dense 3136x1024, "
+        f"dropout keep {KEEP_PROB:g}, dense 1024x10), softmax cross-entropy, Adam {CNN_LR}, "
+        "batch 50 / 256"
+    )
+    print(
+        f"# one fresh process per (library, setting); median step of {steps} per worker, median "
+        f"over {rounds} round(s); ratio = peer / opweave (> 1: opweave is faster)"
     )
     print(
         f"{'model':<8}{'intra':>6}{'inter':>6}{'opweave ms':>12}{'TF ms':>10}{'torch ms':>10}"
         f"{'TF/ow':>8}{'torch/ow':>9}"
     )
-    cases = [("single", 1), ("towers", TOWERS)]
-    for label, towers in cases:
-        if args.only and args.only != label:
+    for label, _, _ in CASES:
+        if args.only and label not in args.only:
             continue
         for intra, inter in SETTINGS:
             samples: dict[str, list[float]] = {lib: [] for lib in libs}
@@ -302,7 +427,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             errors: dict[str, str] = {}
             for _ in range(rounds):
                 for lib in libs:
-                    r = _run_worker(lib, intra, inter, towers, steps, kind)
+                    r = _run_worker(lib, intra, inter, label, steps, kind)
                     if "error" in r:
                         errors[lib] = r["error"]
                         continue

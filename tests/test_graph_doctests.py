@@ -41,6 +41,7 @@ import pytest
         "opweave.tuning._result",
         "opweave.tuning._tune",
         "opweave.timeline",
+        "opweave.summary",
         "opweave._flops",
         "opweave.kernels",
         "opweave._memory",

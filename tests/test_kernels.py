@@ -71,6 +71,17 @@ def test_matmul_layouts_and_transposes(dtype: Any, order: str, ta: bool, tb: boo
     assert got.flags.c_contiguous
 
 
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_matmul_with_a_transposed_weight_packs_the_same_panels(dtype: Any) -> None:
+    # dy @ w.T, a dense layer's input gradient: B is column-major, packed in 8 x 8 blocks. K
+    # blocks of 1029 / 5 are not multiples of 8, 300 columns end in a ragged panel. The packed
+    # panels hold the same values as from w.T in C order: the same bits.
+    a, w = _random((50, 1029), dtype), _random((300, 1029), dtype)
+    got = kernels.matmul(a, w, transpose_b=True)
+    np.testing.assert_array_equal(got, kernels.matmul(a, np.ascontiguousarray(w.T)))
+    np.testing.assert_allclose(got, a @ w.T, **_tol(dtype, 1029))
+
+
 def test_matmul_reads_views_with_negative_and_odd_strides() -> None:
     base = _random((90, 80), np.float64)
     a = base[::-2, 1::3]  # (45, 27), negative row stride

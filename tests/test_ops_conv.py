@@ -502,6 +502,13 @@ def _thread_cases() -> list[tuple[str, Callable[..., Any], list[np.ndarray], dic
         ("conv2d float64", k.conv2d, [x.astype(np.float64), f.astype(np.float64)], conv),
         ("backprop input", k.conv2d_backprop_input, [list(x.shape), f, dy], conv),
         ("backprop filter", k.conv2d_backprop_filter, [x, list(f.shape), dy], conv),
+        (
+            # One input channel: the weight gradient is summed over slices of the 4800 pixels.
+            "backprop filter one channel",
+            k.conv2d_backprop_filter,
+            [r(3, 40, 40, 1), [5, 5, 1, 8], r(3, 40, 40, 8)],
+            {"strides": 1, "padding": "SAME"},
+        ),
         ("depthwise", k.depthwise_conv2d_native, [x, r(3, 3, 40, 2)], conv),
         (
             "depthwise backprop input",
@@ -563,6 +570,38 @@ def test_larger_convolutions_match_the_reference() -> None:
             ref_conv2d_backprop_filter(x, f.shape, dy, **kw),
             rtol=2e-4,
             atol=1e-3,
+        )
+
+
+def test_convolutions_of_few_channels_match_the_reference() -> None:
+    """A first layer's one or two input channels: each filter row's taps are one run of the patch
+    matrix (cut at the image's edges, not with dilation), and the weight gradient is summed over
+    slices of the pixels (5 x 30 x 28 = 4200: two slices)."""
+    rng = np.random.default_rng(7)
+    for xs, fs, kw in [
+        ((5, 30, 28, 1), (5, 5, 1, 8), {"strides": 1, "padding": "SAME"}),  # deep MNIST's conv1
+        ((2, 9, 11, 2), (5, 5, 2, 3), {"strides": 1, "padding": "SAME"}),
+        ((2, 9, 11, 1), (3, 3, 1, 3), {"strides": 2, "padding": "SAME", "dilations": 1}),
+        ((2, 9, 11, 1), (3, 3, 1, 3), {"strides": 1, "padding": "SAME", "dilations": 2}),
+        ((1, 8, 9, 1), (17, 16, 1, 2), {"strides": 1, "padding": "SAME"}),  # K = 272: 2 blocks
+        ((1, 20, 19, 1), (17, 3, 1, 2), {"strides": 1, "padding": "VALID"}),
+    ]:
+        x = rng.standard_normal(xs).astype(np.float32)
+        f = rng.standard_normal(fs).astype(np.float32)
+        y = ow.kernels.conv2d(x, f, **kw)
+        np.testing.assert_allclose(y, ref_conv2d(x, f, **kw), rtol=2e-4, atol=2e-4)
+        dy = rng.standard_normal(y.shape).astype(np.float32)
+        np.testing.assert_allclose(
+            ow.kernels.conv2d_backprop_input(list(xs), f, dy, **kw),
+            ref_conv2d_backprop_input(xs, f, dy, **kw),
+            rtol=2e-4,
+            atol=2e-4,
+        )
+        np.testing.assert_allclose(
+            ow.kernels.conv2d_backprop_filter(x, list(fs), dy, **kw),
+            ref_conv2d_backprop_filter(x, fs, dy, **kw),
+            rtol=2e-4,
+            atol=2e-3,
         )
 
 

@@ -539,6 +539,24 @@ def test_xent_v1_gives_no_gradient_to_labels_but_v2_does() -> None:
     np.testing.assert_allclose(got[2], got[0])
 
 
+def test_xent_v1_names_its_ops_as_tensorflow_1() -> None:
+    # TensorFlow 1 wraps v1 in a scope softmax_cross_entropy_with_logits_sg and names the loss
+    # after it (the deep MNIST tutorial's loss is loss/softmax_cross_entropy_with_logits_sg).
+    z, x = [[0.0, 1.0]], [[1.0, 2.0]]
+    with ow.Graph().as_default():
+        with ow.name_scope("loss"):
+            first = ow.nn.softmax_cross_entropy_with_logits(labels=z, logits=x)
+            second = ow.nn.softmax_cross_entropy_with_logits(labels=z, logits=x)
+        named = ow.nn.softmax_cross_entropy_with_logits(labels=z, logits=x, name="xent")
+        assert first.name == "loss/softmax_cross_entropy_with_logits_sg:0"
+        assert first.op.type == "SoftmaxCrossEntropyWithLogits"
+        stop = first.op.inputs[1].op
+        assert stop.name == "loss/softmax_cross_entropy_with_logits_sg/labels_stop_gradient"
+        assert second.name == "loss/softmax_cross_entropy_with_logits_sg_1:0"
+        assert named.name == "xent:0"
+        assert named.op.inputs[1].op.name == "xent/labels_stop_gradient"
+
+
 @pytest.mark.parametrize(
     "fn",
     [

@@ -1,5 +1,6 @@
 // CPU feature detection (cpu_info.h): a kernel file compiled with wider flags is used only when
 // the CPU has every feature of those flags and the OS saves the registers they use.
+#include <cstdio>
 #include <string>
 
 #include "opweave/cpu_info.h"
@@ -70,7 +71,14 @@ OPWEAVE_TEST(avx2_files_need_fma_f16c_and_popcnt_too) {
 
 OPWEAVE_TEST(this_cpu_reads_like_the_compilers_own_detection) {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-  // libgcc / compiler-rt also require the OS to save the register state for these.
+  // libgcc / compiler-rt also require the OS to save the register state for these. Zig's own
+  // compiler-rt (the portable wheel's toolchain) leaves the table empty: every x86-64 CPU has SSE2,
+  // so a "no" for it means there is no oracle to compare with, not a disagreement.
+  __builtin_cpu_init();
+  if (!__builtin_cpu_supports("sse2")) {
+    std::printf("  the compiler's runtime does not detect CPU features; nothing to compare\n");
+    return;
+  }
   const IsaFlags f = isa_flags();
   OPWEAVE_CHECK_EQ(f.avx2, static_cast<bool>(__builtin_cpu_supports("avx2")));
   OPWEAVE_CHECK_EQ(f.fma, static_cast<bool>(__builtin_cpu_supports("fma")));

@@ -8,12 +8,13 @@
 //   stride_w), a GEMM of the output gradient's patches (only the taps that reach that phase)
 //   with the filter's channel axes swapped; stride 1 is one phase written in place.
 // - Conv2DBackpropFilter: filter [kh * kw * in_c x out_c] = patches^T x grad [M x out_c],
-//   M = batch * out pixels the GEMM's K dimension (never split).
+//   M = batch * out pixels the GEMM's K dimension (never split by threads); a small filter (a
+//   first layer's) is summed over fixed slices of M, one GEMM each, the slices added in order.
 // - DepthwiseConv2dNative and its two gradients: streaming loops over output / input rows (or,
 //   for the filter gradient, over (tap, channel block) pieces that each sum every pixel in order).
 //
-// Threads split output rows or tiles only, never a sum, so results are the same bits for any
-// thread count.
+// Threads split output rows or tiles, or slices of a sum fixed by the sizes alone, so results are
+// the same bits for any thread count.
 #include <algorithm>
 #include <cstring>
 #include <string>
@@ -180,17 +181,76 @@ void conv2d_backprop_input(const T* dy, const T* f, T* dx, const ConvDims& d, Th
   }
 }
 
+// Rows [row0, ...) of another source (which must outlive it).
+template <typename T>
+class RowOffsetSource final : public gemm_detail::BlockSource<T> {
+ public:
+  RowOffsetSource(const gemm_detail::BlockSource<T>& of, std::int64_t row0)
+      : of_(of), row0_(row0) {}
+  void copy(std::int64_t i0, std::int64_t rows, std::int64_t j0, std::int64_t cols, T* dst,
+            std::int64_t ld) const override {
+    of_.copy(row0_ + i0, rows, j0, cols, dst, ld);
+  }
+  void copy_transposed(std::int64_t i0, std::int64_t rows, std::int64_t j0, std::int64_t cols,
+                       T* dst, std::int64_t ld) const override {
+    of_.copy_transposed(row0_ + i0, rows, j0, cols, dst, ld);
+  }
+  bool rows_are_contiguous() const override { return of_.rows_are_contiguous(); }
+  void pack_panels(std::int64_t i0, std::int64_t rows, std::int64_t j0, std::int64_t cols, int mr,
+                   T* dst) const override {
+    of_.pack_panels(row0_ + i0, rows, j0, cols, mr, dst);
+  }
+
+ private:
+  const gemm_detail::BlockSource<T>& of_;
+  std::int64_t row0_;
+};
+
+// A weight gradient with at most this many rows (kh * kw * in_c: a first layer's few input
+// channels) is one row block of the GEMM, one tile of C (with few output channels) that one
+// thread would compute alone; it is then summed over slices of the pixels instead.
+constexpr std::int64_t kSlicedMaxRows = 128;
+constexpr std::int64_t kSlicedMaxCols = 256;
+constexpr std::int64_t kSliceMinPixels = 2048;
+constexpr std::int64_t kMaxSlices = 64;
+
 // df [kh * kw * in_c x out_c] = patches^T [kh * kw * in_c x M] * dy [M x out_c]: the patch
 // matrix read transposed (each A micro-panel is a run of channels per pixel), M = batch * out
 // pixels the GEMM's K dimension, summed in one order. (dy^T * patches would make out_c the rows
-// of C: 64 rows are 5 1/3 micro-panels of 12, a ninth of the FMAs wasted.)
+// of C: 64 rows are 5 1/3 micro-panels of 12, a ninth of the FMAs wasted.) A small df is summed
+// over slices of the pixels on the pool, each slice one GEMM into its own buffer, then the slices
+// added in order: the slices depend only on the sizes, so the bits do not depend on the threads.
 template <typename T>
 void conv2d_backprop_filter(const T* x, const T* dy, T* df, const ConvDims& d, ThreadPool* pool) {
   const std::int64_t m = d.batch * d.out_h * d.out_w, k = d.k_h * d.k_w * d.in_c, co_n = d.out_c;
   const PatchGeometry g = forward_patches(d);
   const PatchSource<T> patches(x, g);
-  gemm_detail::gemm_sourced<T>(k, co_n, m, gemm_detail::TransposedSource<T>(patches),
-                               StridedSource<T>({dy, co_n, 1}), df, co_n, pool, 1);
+  const std::int64_t slices = std::min(kMaxSlices, m / kSliceMinPixels);
+  if (k > kSlicedMaxRows || co_n > kSlicedMaxCols || slices < 2) {
+    gemm_detail::gemm_sourced<T>(k, co_n, m, gemm_detail::TransposedSource<T>(patches),
+                                 StridedSource<T>({dy, co_n, 1}), df, co_n, pool, 1);
+    return;
+  }
+  const std::int64_t size = k * co_n;
+  std::vector<T> partial(static_cast<std::size_t>(slices * size));
+  auto pixel = [&](std::int64_t s) { return s * m / slices; };
+  parallel_for(
+      pool, 0, slices, 1,
+      [&](std::int64_t s0, std::int64_t s1) {
+        for (std::int64_t s = s0; s < s1; ++s) {
+          const RowOffsetSource<T> rows(patches, pixel(s));
+          gemm_detail::gemm_sourced<T>(k, co_n, pixel(s + 1) - pixel(s),
+                                       gemm_detail::TransposedSource<T>(rows),
+                                       StridedSource<T>({dy + pixel(s) * co_n, co_n, 1}),
+                                       partial.data() + s * size, co_n, nullptr, 1);
+        }
+      },
+      static_cast<double>(2 * size * (m / slices)));
+  std::copy(partial.begin(), partial.begin() + size, df);
+  for (std::int64_t s = 1; s < slices; ++s) {
+    const T* p = partial.data() + s * size;
+    for (std::int64_t e = 0; e < size; ++e) df[e] += p[e];
+  }
 }
 
 // -- depthwise -----------------------------------------------------------------------------------

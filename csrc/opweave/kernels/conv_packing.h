@@ -54,6 +54,10 @@ class PatchSource final : public BlockSource<T> {
   const PatchGeometry& g_;
   // Per tap (tap_h * taps_w + tap_w): its offsets, and its element offset in the image.
   std::vector<std::int64_t> tap_h_, tap_w_, tap_at_;
+  // Per tap: whether the next tap's pixel follows its pixel in the image, and how many taps from
+  // it on do so in a chain (itself included).
+  std::vector<unsigned char> next_adjacent_;
+  std::vector<std::int64_t> chain_;
   std::int64_t min_h_ = 0, max_h_ = 0, min_w_ = 0, max_w_ = 0;  // extreme offsets
 };
 

@@ -113,6 +113,26 @@ void pack_b(const StridedMatrix<T>& b, std::int64_t n, std::int64_t j0, std::int
     if (b.cs == 1 && cols == nr) {
       for (std::int64_t p = 0; p < kc; ++p)
         std::memcpy(dst + p * nr, src + p * b.rs, sizeof(T) * nr);
+    } else if (b.rs == 1 && cols == nr && nr % 8 == 0) {
+      // Column-major B (the transpose of a C-order matrix, matmul(x, w, transpose_b=True)): each
+      // column is contiguous. 8 x 8 blocks, read as 8 runs of 8 and written as 8 runs of 8,
+      // instead of one column at a time into every row of the panel (a store stream per value).
+      std::int64_t p = 0;
+      for (; p + 8 <= kc; p += 8) {
+        for (int j0 = 0; j0 < nr; j0 += 8) {
+          T block[8][8];
+          for (int j = 0; j < 8; ++j) {
+            const T* col = src + (j0 + j) * b.cs + p;
+            for (int q = 0; q < 8; ++q) block[q][j] = col[q];
+          }
+          for (int q = 0; q < 8; ++q) {
+            for (int j = 0; j < 8; ++j) dst[(p + q) * nr + j0 + j] = block[q][j];
+          }
+        }
+      }
+      for (; p < kc; ++p) {
+        for (int j = 0; j < nr; ++j) dst[p * nr + j] = src[j * b.cs + p];
+      }
     } else {
       for (std::int64_t j = 0; j < cols; ++j) {
         const T* col = src + j * b.cs;

@@ -63,12 +63,19 @@ OPWEAVE_VM_INLINE T from_bits(typename ExpTraits<T>::Bits b) {
   return v;
 }
 
-// c ? a : b without a branch.
+// c ? a : b without a branch. GCC needs the bit mask (a ?: on floats keeps a branch and the loop
+// does not vectorise); clang vectorises ?: into a blend, and LLVM 22 (the portable wheel's Zig
+// clang) miscompiles the bit-mask form with AVX-512 mask registers (rint(-2.5) and floor(2.5)
+// gave subnormals; tests/cpp/test_unary_math_isa.cpp catches it).
 template <typename T>
 OPWEAVE_VM_INLINE T select(bool c, T a, T b) {
+#if defined(__clang__)
+  return c ? a : b;
+#else
   using Bits = typename ExpTraits<T>::Bits;
   const Bits mask = Bits(0) - static_cast<Bits>(c);
   return from_bits<T>((to_bits<T>(a) & mask) | (to_bits<T>(b) & ~mask));
+#endif
 }
 
 // 2^n for an integer-valued n in [-1022, 1023] (float: [-126, 127]).

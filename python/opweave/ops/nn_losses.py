@@ -21,7 +21,7 @@ import numpy as np
 
 from ..dtypes import FLOATS, INDEX
 from ..errors import InvalidArgumentError
-from ..framework import Operation, Shape, Tensor
+from ..framework import Operation, Shape, Tensor, name_scope
 from . import _checks
 from ._op_def import OpDef, ShapeContext, convert_to_tensor, executing_eagerly, op, public
 from .array_ops import cast, concat, expand_dims, rank, reshape, shape, stop_gradient, transpose
@@ -371,8 +371,11 @@ def softmax_cross_entropy_with_logits(
     """
     _ensure_xent_args("softmax_cross_entropy_with_logits", _sentinel, labels, logits)
     axis = _axis_lookup(axis, None if dim == -1 else dim, -1)
-    z = stop_gradient(labels, name="labels_stop_gradient")
-    return softmax_cross_entropy_with_logits_v2(labels=z, logits=logits, axis=axis, name=name)
+    # TensorFlow 1's names: the labels' stop_gradient inside a scope named
+    # softmax_cross_entropy_with_logits_sg, and the loss named after the scope.
+    with name_scope(_checks.check_name(name, "softmax_cross_entropy_with_logits_sg")) as scope:
+        z = stop_gradient(labels, name="labels_stop_gradient")
+        return softmax_cross_entropy_with_logits_v2(labels=z, logits=logits, axis=axis, name=scope)
 
 
 # -- sparse softmax cross-entropy ----------------------------------------------------------------
