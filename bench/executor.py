@@ -30,13 +30,20 @@ What a dataflow runtime adds on top of its kernels, measured the same way for ea
   users do it (first Session's ConfigProto; torch.set_num_threads / set_num_interop_threads).
   TensorFlow and opweave keep their default graph optimisation here (what their users run).
 
+- fusion: 4-op element-wise chains, (x * z + x) * z - z and tanh(x * z + x) * z, on two 16 MiB
+  float32 inputs: opweave with its element-wise loop fusion (the default optimizer: one
+  _FusedElementwise node) and with `remapping` off (four kernels, each writing a 16 MiB
+  intermediate), TensorFlow with Grappler on, PyTorch eager, and NumPy (one temporary per op)
+  in the note.
+
 The other sections use inter = intra = 2 for all three libraries. Calls are interleaved round by
 round; each turn first sleeps (so the other libraries' idle workers park instead of stealing a
 core), makes one untimed call, then times a batch of calls. The table shows medians over rounds.
 
     python bench/executor.py                  # everything
     python bench/executor.py --quick          # fewer sizes and rounds
-    python bench/executor.py --only chain     # one section (chain, optimizer, fixed, taskflow, mlp)
+    python bench/executor.py --only chain     # one section (chain, optimizer, fixed, taskflow, mlp,
+                                              # fusion)
 """
 
 from __future__ import annotations
@@ -323,6 +330,57 @@ def bench_optimizer(reps: int, batch_s: float) -> None:
         _note(
             f"target opweave <= 1/4 of TensorFlow's time, both optimizers on: {verdict} "
             f"(ow/TF {ratio:.3f}); both fold the chain into one add"
+        )
+
+
+FUSION_N = 4 * 1024 * 1024  # 16 MiB of float32 per input
+# Four element-wise ops of one shape each, written once for every library: `t` is its tanh.
+FUSION_CHAINS: dict[str, Callable[[Any, Any, Any], Any]] = {
+    "(x*z+x)*z-z": lambda x, z, t: (x * z + x) * z - z,
+    "tanh(x*z+x)*z": lambda x, z, t: t(x * z + x) * z,
+}
+
+
+def bench_fusion(reps: int, batch_s: float) -> None:
+    """4-op element-wise chains on 16 MiB: fused, unfused, TensorFlow, PyTorch, NumPy."""
+    rng = np.random.default_rng(0)
+    xv = rng.standard_normal(FUSION_N).astype(np.float32)
+    zv = rng.standard_normal(FUSION_N).astype(np.float32)
+    for label, chain in FUSION_CHAINS.items():
+        fns: dict[str, Fn] = {}
+        for fuse in (True, False):
+            g = ow.Graph()
+            with g.as_default():
+                x = ow.placeholder(ow.float32, shape=(FUSION_N,), name="x")
+                z = ow.placeholder(ow.float32, shape=(FUSION_N,), name="z")
+                y = chain(x, z, ow.tanh)
+            config = _ow_config()
+            if not fuse:
+                config.graph_options.rewrite_options.remapping = ow.RewriterConfig.OFF
+            fns[f"opweave/{fuse}"] = _session_callable("opweave", g, y, {x: xv, z: zv}, config)
+        if tf is not None:
+            tg = tf1.Graph()
+            with tg.as_default():
+                tx = tf1.placeholder(tf.float32, shape=(FUSION_N,), name="x")
+                tz = tf1.placeholder(tf.float32, shape=(FUSION_N,), name="z")
+                ty = chain(tx, tz, tf1.tanh)
+            fns["tensorflow"] = _session_callable(
+                "tf", tg, ty, {tx: xv, tz: zv}, _tf_config(grappler=True)
+            )
+        if torch is not None:
+            txv, tzv = torch.from_numpy(xv), torch.from_numpy(zv)
+            fns["torch"] = lambda chain=chain, txv=txv, tzv=tzv: chain(txv, tzv, torch.tanh)
+        fns["numpy"] = lambda chain=chain: chain(xv, zv, np.tanh)
+        if fns["opweave/True"]().tobytes() != fns["opweave/False"]().tobytes():
+            print("  # WARNING: fused and unfused results differ", flush=True)
+        med = _interleaved(fns, reps, batch_s)
+        peers = {k: med[k] * 1e3 for k in ("tensorflow", "torch") if k in med}
+        fused, unfused, numpy_t = med["opweave/True"], med["opweave/False"], med["numpy"]
+        _print_row(f"{label}, 2 x 16 MiB f32 in, fused", "ms", {"opweave": fused * 1e3, **peers})
+        _print_row("  the same, remapping OFF (unfused)", "ms", {"opweave": unfused * 1e3, **peers})
+        _note(
+            f"NumPy {numpy_t * 1e3:.2f} ms; fused/unfused {fused / unfused:.2f}, "
+            f"NumPy/fused {numpy_t / fused:.2f}, NumPy/unfused {numpy_t / unfused:.2f}"
         )
 
 
@@ -678,7 +736,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--quick", action="store_true", help="fewer sizes and rounds")
     parser.add_argument("--reps", type=int, default=None, help="rounds per case (median)")
     parser.add_argument(
-        "--only", choices=["chain", "optimizer", "fixed", "taskflow", "mlp"], default=None
+        "--only",
+        choices=["chain", "optimizer", "fixed", "taskflow", "mlp", "fusion"],
+        default=None,
     )
     parser.add_argument("--mlp-worker", nargs=2, type=int, metavar=("INTER", "INTRA"))
     args = parser.parse_args(argv)
@@ -713,6 +773,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         bench_fixed(reps, batch_s)
     if args.only in (None, "taskflow"):
         bench_taskflow(reps, batch_s, args.quick)
+    if args.only in (None, "fusion"):
+        bench_fusion(reps, batch_s)
     if args.only in (None, "mlp"):
         bench_mlp(reps)
     print(f"# done, load avg {os.getloadavg()[0]:.2f}")

@@ -72,6 +72,7 @@ ALL_PASSES = [
     "common_subexpression",
     "constant_folding",
     "arithmetic",
+    "elementwise_fusion",
     "identity_removal",
 ]
 
@@ -92,6 +93,7 @@ def test_the_default_config_runs_every_pass() -> None:
         ("common_subgraph_elimination", "common_subexpression"),
         ("arithmetic_optimization", "arithmetic"),
         ("dependency_optimization", "identity_removal"),
+        ("remapping", "elementwise_fusion"),
     ],
 )
 def test_each_toggle_switches_its_pass_off(field: str, gone: str) -> None:
@@ -107,6 +109,7 @@ def test_l0_and_everything_off_run_the_graph_as_written() -> None:
         common_subgraph_elimination=ow.RewriterConfig.OFF,
         arithmetic_optimization=ow.RewriterConfig.OFF,
         dependency_optimization=ow.RewriterConfig.OFF,
+        remapping=ow.RewriterConfig.OFF,
         disable_model_pruning=True,
     )
     for cfg in (l0(), everything_off):
@@ -144,9 +147,10 @@ def test_disable_meta_optimizer_keeps_the_classic_l1_passes() -> None:
 
 
 def test_the_optimizers_list_runs_the_named_passes_in_its_order() -> None:
-    cfg = config(optimizers=["dependency", "layout", "constfold"])
+    cfg = config(optimizers=["dependency", "layout", "remap", "constfold"])
     options = _optimizer.core_options(cfg)
-    assert options.passes == ["identity_removal", "constant_folding"]  # "layout" is TF-only
+    # "layout" is TF-only.
+    assert options.passes == ["identity_removal", "elementwise_fusion", "constant_folding"]
 
 
 def test_iterations_cap_and_size_cap_and_failure_switch() -> None:
@@ -433,7 +437,8 @@ def test_zeros_that_broadcast_x_to_a_larger_shape_are_kept() -> None:
         y = ow.tanh(x + np.zeros((2, 3), np.float32), name="y")  # x may be (1, 3)
         v = ow.placeholder(ow.float32, shape=(3,), name="v")
         w = ow.tanh(v * np.ones((2, 3), np.float32), name="w")
-    with ow.Session(graph=g, config=config()) as sess:
+    # (Loop fusion would take the add and the mul into the tanhs: this test is about the rewrite.)
+    with ow.Session(graph=g, config=config(remapping=ow.RewriterConfig.OFF)) as sess:
         got = sess.run([y, w], {x: np.ones((1, 3), np.float32), v: np.ones(3, np.float32)})
         assert got[0].shape == (2, 3)
         assert got[1].shape == (2, 3)
@@ -757,3 +762,281 @@ def test_concurrent_first_runs_of_one_signature_agree() -> None:
         assert len(out) == 4
         for v in out:
             np.testing.assert_array_equal(v, [100.0] * 4)
+
+
+# --- element-wise loop fusion -----------------------------------------------------------------
+
+
+def fused(sess: ow.Session) -> dict[str, str]:
+    """Fused root -> the report's detail, for the signature compiled last."""
+    return {c.node: c.detail for c in report(sess).changes("fused")}
+
+
+def _chain(dtype: Any, shape: Any = (4, 5)) -> tuple[ow.Graph, Any, Any, Any, Any]:
+    with ow.Graph().as_default() as g:
+        x = ow.placeholder(dtype, shape=shape, name="x")
+        z = ow.placeholder(dtype, shape=shape, name="z")
+        a = ow.tanh(x, name="a")
+        b = ow.multiply(a, z, name="b")
+        c = ow.exp(b, name="c")
+        y = ow.subtract(c, x, name="y")
+    return g, x, z, b, y
+
+
+def test_an_elementwise_chain_runs_as_one_node_with_the_same_bits() -> None:
+    g, x, z, _, y = _chain(ow.float32)
+    rng = np.random.default_rng(0)
+    feed = {x: rng.standard_normal((4, 5), np.float32), z: rng.standard_normal((4, 5), np.float32)}
+    with ow.Session(graph=g, config=l0()) as sess:
+        want = sess.run(y, feed)
+    with ow.Session(graph=g, config=config()) as sess:
+        got, meta = traced(sess, y, feed)
+        detail = "4 element-wise ops into one loop (Tanh, Mul, Exp, Sub), 2 inputs"
+        assert fused(sess) == {"y": detail}
+    assert got.tobytes() == want.tobytes()
+    nodes = ran(meta)
+    assert {"a", "b", "c"}.isdisjoint(nodes)
+    assert sorted(nodes["y"].original_nodes) == ["a", "b", "c", "y"]
+    assert graph_nodes(meta)["y"]["op"] == "_FusedElementwise"
+    trace = json.loads(Timeline(meta.step_stats).generate_chrome_trace_format())
+    ops = {e["name"]: e for e in trace["traceEvents"] if e.get("cat") == "Op"}
+    assert sorted(ops["y"]["args"]["original_nodes"]) == ["a", "b", "c", "y"]
+
+
+def test_remapping_off_leaves_elementwise_ops_unfused() -> None:
+    g, x, z, _, y = _chain(ow.float64)
+    feed = {x: np.ones((4, 5)), z: np.ones((4, 5))}
+    with ow.Session(graph=g, config=config(remapping=ow.RewriterConfig.OFF)) as sess:
+        _, meta = traced(sess, y, feed)
+        assert fused(sess) == {}
+    assert {"a", "b", "c", "y"} <= set(ran(meta))
+    assert "_FusedElementwise" not in {n["op"] for n in graph_nodes(meta).values()}
+
+
+def test_a_fetched_intermediate_is_computed_and_kept() -> None:
+    g, x, z, b, y = _chain(ow.float32)
+    rng = np.random.default_rng(1)
+    feed = {x: rng.standard_normal((4, 5), np.float32), z: rng.standard_normal((4, 5), np.float32)}
+    with ow.Session(graph=g, config=l0()) as sess:
+        want = sess.run([y, b], feed)
+    with ow.Session(graph=g, config=config()) as sess:
+        got, meta = traced(sess, [y, b], feed)
+        # b is fetched: it stays a node (taking a along), and y fuses only what b does not need.
+        assert set(fused(sess)) == {"y", "b"}
+    nodes = ran(meta)
+    assert sorted(nodes["b"].original_nodes) == ["a", "b"]
+    assert sorted(nodes["y"].original_nodes) == ["c", "y"]
+    for w, v in zip(want, got, strict=True):
+        assert v.tobytes() == w.tobytes()
+
+
+def test_a_fed_intermediate_is_read_not_recomputed() -> None:
+    g, x, z, b, y = _chain(ow.float32)
+    ones = np.ones((4, 5), np.float32)
+    bv = np.full((4, 5), 0.5, np.float32)
+    with ow.Session(graph=g, config=config()) as sess:
+        got = sess.run(y, {x: ones, z: ones, b: bv})
+    np.testing.assert_array_equal(got, np.exp(bv) - ones)
+
+
+def test_the_same_bits_for_one_and_two_threads() -> None:
+    n = 1 << 18  # above the element-wise kernels' threshold for splitting over threads
+    g, x, z, _, y = _chain(ow.float32, shape=(n,))
+    rng = np.random.default_rng(2)
+    feed = {x: rng.standard_normal(n, np.float32), z: rng.standard_normal(n, np.float32)}
+    outs = []
+    before = ow.get_num_threads()
+    try:
+        for threads in (1, 2):
+            ow.set_num_threads(threads)
+            with ow.Session(graph=g, config=config()) as sess:
+                outs.append(sess.run(y, feed))
+                assert set(fused(sess)) == {"y"}
+    finally:
+        ow.set_num_threads(before)
+    with ow.Session(graph=g, config=l0()) as sess:
+        outs.append(sess.run(y, feed))
+    assert outs[0].tobytes() == outs[1].tobytes() == outs[2].tobytes()
+
+
+def test_dtypes_do_not_mix_in_a_fused_loop() -> None:
+    with ow.Graph().as_default() as g:
+        x = ow.placeholder(ow.float32, shape=(3, 4), name="x")
+        d = ow.placeholder(ow.float64, shape=(3, 4), name="d")
+        i = ow.placeholder(ow.int32, shape=(3, 4), name="i")
+        a = ow.tanh(ow.negative(x, name="n32"), name="t32")
+        w = ow.cast(a, ow.float64, name="w")
+        y = ow.exp(ow.add(w, d, name="s64"), name="y")
+        less = ow.less(ow.sqrt(d, name="r64"), d, name="less")  # float64 operands
+        sel = ow.where(less, ow.abs(x, name="abs32"), ow.square(x, name="sq32"), name="sel")
+        k = ow.abs(ow.negative(i, name="ni"), name="k")  # integers are not fused
+    rng = np.random.default_rng(3)
+    feed = {
+        x: rng.standard_normal((3, 4), np.float32),
+        d: rng.uniform(0, 2, (3, 4)),
+        i: rng.integers(-5, 5, (3, 4), np.int32),
+    }
+    with ow.Session(graph=g, config=l0()) as sess:
+        want = sess.run([y, sel, k], feed)
+    with ow.Session(graph=g, config=config()) as sess:
+        got = sess.run([y, sel, k], feed)
+        f = fused(sess)
+    # Four loops: one per dtype run; the Cast and the float64 comparison feeding the float32
+    # Select stay boundaries, and the integer ops stay as they are.
+    assert f == {
+        "t32": "2 element-wise ops into one loop (Neg, Tanh), 1 input",
+        "y": "2 element-wise ops into one loop (Add, Exp), 2 inputs",
+        "less": "2 element-wise ops into one loop (Sqrt, Less), 1 input",
+        "sel": "3 element-wise ops into one loop (Abs, Square, Select), 2 inputs",
+    }
+    assert "k" not in f
+    for w_, v in zip(want, got, strict=True):
+        assert v.dtype == w_.dtype
+        assert v.tobytes() == w_.tobytes()
+
+
+def test_stateful_producers_are_not_fused() -> None:
+    with ow.Graph().as_default() as g:
+        r = ow.random_uniform([3, 4], seed=7, name="r")
+        x = ow.placeholder(ow.float32, shape=(3, 4), name="x")
+        y = ow.tanh(ow.multiply(r, x, name="m"), name="y")
+    with ow.Session(graph=g, config=config()) as sess:
+        _, meta = traced(sess, y, {x: np.ones((3, 4), np.float32)})
+        assert "(Mul, Tanh)" in fused(sess)["y"]
+    assert "r" in ran(meta)
+
+
+def test_a_run_time_error_names_the_original_node() -> None:
+    with ow.Graph().as_default() as g:
+        x = ow.placeholder(ow.float32, shape=(None, 5), name="x")
+        z = ow.placeholder(ow.float32, shape=(None, 5), name="z")
+        y = ow.subtract(ow.exp(ow.multiply(ow.tanh(x), z, name="b")), x, name="y")
+    feed = {x: np.ones((4, 5), np.float32), z: np.ones((3, 5), np.float32)}
+    for cfg in (l0(), config()):
+        with (
+            ow.Session(graph=g, config=cfg) as sess,
+            pytest.raises(ow.errors.InvalidArgumentError, match=r"\bb\b.*Mul|Mul.*\bb\b"),
+        ):
+            sess.run(y, feed)
+    with ow.Session(graph=g, config=config()) as sess:
+        # A NaN fed through the fused loop comes out as it does unfused.
+        v = np.array([[np.nan, 1, -np.inf, np.inf, 0]] * 2, np.float32)
+        got = sess.run(y, {x: v, z: v})
+        assert "y" in fused(sess)
+    with ow.Session(graph=g, config=l0()) as sess:
+        assert got.tobytes() == sess.run(y, {x: v, z: v}).tobytes()
+
+
+_UNARY = [
+    "neg", "tanh", "exp", "sigmoid", "abs", "square", "relu", "sqrt", "log", "floor", "sin",
+    "log1p", "expm1", "rsqrt", "reciprocal", "ceil", "round", "cos", "sign", "relu6", "leaky",
+    "clip",
+]  # fmt: skip
+_BINARY = [
+    "add", "sub", "mul", "div", "maximum", "minimum", "sqdiff", "pow", "floordiv", "floormod",
+    "select", "select_v2", "logic",
+]  # fmt: skip
+
+
+def _apply(op: str, args: list[Any]) -> Any:
+    fns: dict[str, Any] = {
+        "neg": ow.negative,
+        "tanh": ow.tanh,
+        "exp": ow.exp,
+        "sigmoid": ow.sigmoid,
+        "abs": ow.abs,
+        "square": ow.square,
+        "relu": ow.nn.relu,
+        "sqrt": ow.sqrt,
+        "log": ow.log,
+        "floor": ow.floor,
+        "sin": ow.sin,
+        "log1p": ow.log1p,
+        "expm1": ow.expm1,
+        "rsqrt": ow.rsqrt,
+        "reciprocal": ow.reciprocal,
+        "ceil": ow.ceil,
+        "round": ow.round,
+        "cos": ow.cos,
+        "sign": ow.sign,
+        "relu6": ow.nn.relu6,
+        "leaky": lambda a: ow.nn.leaky_relu(a, alpha=0.3),
+        "clip": lambda a: ow.clip_by_value(a, -0.5, 0.75),
+        "add": ow.add,
+        "sub": ow.subtract,
+        "mul": ow.multiply,
+        "div": ow.divide,
+        "maximum": ow.maximum,
+        "minimum": ow.minimum,
+        "sqdiff": ow.squared_difference,
+        "pow": ow.pow,
+        "floordiv": ow.floordiv,
+        "floormod": ow.floormod,
+        # Comparisons and logical ops feed selects (bool registers in the fused loop).
+        "select": lambda a, b: ow.where(ow.less(a, b), a, b) if a.shape == b.shape else a + b,
+        "select_v2": lambda a, b: ow.where_v2(ow.greater_equal(a, b), a, b),
+        "logic": lambda a, b: ow.where_v2(
+            ow.logical_or(ow.logical_not(ow.equal(a, b)), ow.less_equal(a, b)), b, a
+        ),
+    }
+    return fns[op](*args)
+
+
+@SETTINGS
+@given(
+    dtype=st.sampled_from([np.float16, np.float32, np.float64]),
+    ops=st.lists(
+        st.tuples(st.sampled_from(_UNARY + _BINARY), st.integers(0, 99), st.integers(0, 99)),
+        min_size=2,
+        max_size=10,
+    ),
+    fetch_extra=st.integers(0, 99),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_random_elementwise_graphs_give_the_same_bits_fused_and_unfused(
+    dtype: Any, ops: list[tuple[str, int, int]], fetch_extra: int, seed: int
+) -> None:
+    rng = np.random.default_rng(seed)
+    shape = (3, 4)
+    with ow.Graph().as_default() as g:
+        x = ow.placeholder(dtype, shape=shape, name="x")
+        z = ow.placeholder(dtype, shape=shape, name="z")
+        row = ow.placeholder(dtype, shape=(1, 4), name="row")  # broadcast leaves
+        values = [x, z, row, ow.constant(dtype(0.75), name="c")]
+        for op, i, j in ops:
+            # Operands among the last few values: chains, trees, and values read twice.
+            a = values[len(values) - 1 - i % min(4, len(values))]
+            b = values[len(values) - 1 - j % len(values)]
+            values.append(_apply(op, [a] if op in _UNARY else [a, b]))
+        fetches = [values[-1]]
+        extra = values[4 + fetch_extra % (len(values) - 4)]
+        if extra is not values[-1]:
+            fetches.append(extra)
+    big = np.finfo(dtype).max / 2
+    special = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, big, -np.finfo(dtype).tiny], dtype)
+    xv = rng.standard_normal(shape).astype(dtype)
+    xv.flat[rng.integers(0, xv.size, 3)] = rng.choice(special, 3)
+    feed = {
+        x: xv,
+        z: rng.uniform(-3, 3, shape).astype(dtype),
+        row: rng.uniform(-2, 2, (1, 4)).astype(dtype),
+    }
+    results = []
+    # Constant folding is off: it would re-associate chains of constants (which rounds
+    # differently, docs/optimizer.md) and fold x + floor(0.75) into x (keeping -0.0).
+    only_fusion = config(
+        constant_folding=ow.RewriterConfig.OFF,
+        arithmetic_optimization=ow.RewriterConfig.OFF,
+        common_subgraph_elimination=ow.RewriterConfig.OFF,
+        dependency_optimization=ow.RewriterConfig.OFF,
+        disable_model_pruning=True,
+    )
+    for cfg in (l0(), config(constant_folding=ow.RewriterConfig.OFF), only_fusion):
+        with ow.Session(graph=g, config=cfg) as sess:
+            results.append(sess.run(fetches, feed))
+    for got in results[1:]:
+        for want, v in zip(results[0], got, strict=True):
+            assert v.shape == want.shape
+            assert v.dtype == want.dtype
+            # Bit for bit: signs of zeros and NaN payloads included.
+            assert v.tobytes() == want.tobytes(), (v, want)

@@ -5,8 +5,9 @@ The passes themselves are C++ (``csrc/opweave/optimizer/``); docs/optimizer.md d
 
 >>> import opweave as ow
 >>> options = core_options(ow.ConfigProto())
->>> options.passes
-['pruning', 'common_subexpression', 'constant_folding', 'arithmetic', 'identity_removal']
+>>> options.passes  # doctest: +NORMALIZE_WHITESPACE
+['pruning', 'common_subexpression', 'constant_folding', 'arithmetic', 'elementwise_fusion',
+ 'identity_removal']
 >>> cfg = ow.ConfigProto()
 >>> cfg.graph_options.optimizer_options.opt_level = ow.OptimizerOptions.L0
 >>> core_options(cfg).passes
@@ -34,6 +35,7 @@ _TF_NAMES = {
     "constfold": "constant_folding",
     "arithmetic": "arithmetic",
     "dependency": "identity_removal",
+    "remap": "elementwise_fusion",
 }
 
 
@@ -78,6 +80,9 @@ def core_options(config: ConfigProto) -> Any:
             ),
             "arithmetic": grappler(rewrite.arithmetic_optimization),
             "identity_removal": grappler(rewrite.dependency_optimization),
+            # TensorFlow's remapper fuses ops into one kernel; opweave's element-wise loops do
+            # not change a bit, so they are on by default like TensorFlow's remapper.
+            "elementwise_fusion": grappler(rewrite.remapping),
         }
         passes = [name for name in _core.optimizer_pass_names() if enabled.get(name, False)]
         # x * 1, x + 0 and (x + c1) + c2 are Grappler's constant folding in TensorFlow.

@@ -23,6 +23,7 @@ void register_conv_kernels();
 void register_pool_kernels();
 void register_state_kernels();
 void register_training_kernels();
+void register_fused_elementwise_kernels();  // fused_elementwise.cpp (graph optimizer output)
 
 namespace {
 
@@ -52,6 +53,7 @@ Registry& storage() { return *g_registry; }
   register_pool_kernels();
   register_state_kernels();
   register_training_kernels();
+  register_fused_elementwise_kernels();
   return true;
 }();
 

@@ -6,6 +6,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "opweave/kernels/elementwise_fns.h"
 #include "opweave/kernels/kernel_util.h"
 #include "opweave/kernels/kernels.h"
 #include "opweave/parallel_for.h"
@@ -281,15 +282,7 @@ Tensor where_indices(const Tensor& input, ThreadPool* pool) {
 
 namespace {
 
-// max(min(v, hi), lo) with NaN propagating from any operand, as TensorFlow's Minimum / Maximum.
-template <typename T>
-T clip_one(T v, T lo, T hi) {
-  T m = hi < v ? hi : v;
-  if constexpr (std::is_floating_point_v<T>) m = (v != v || hi != hi) ? v + hi : m;
-  T r = m < lo ? lo : m;
-  if constexpr (std::is_floating_point_v<T>) r = (m != m || lo != lo) ? m + lo : r;
-  return r;
-}
+using elementwise_fns::clip_one;
 
 }  // namespace
 

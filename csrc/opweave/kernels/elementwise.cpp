@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "opweave/cpu_info.h"
+#include "opweave/kernels/elementwise_fns.h"
 #include "opweave/kernels/kernel_util.h"
 #include "opweave/kernels/kernels.h"
 #include "opweave/kernels/unary_math_loops.h"
@@ -97,130 +98,7 @@ const char* unary_name(UnaryOp op) {
   return "unary";
 }
 
-// Integer arithmetic wraps around like NumPy's (done in unsigned to avoid signed-overflow UB).
-template <typename T>
-T wrap_add(T a, T b) {
-  using U = std::make_unsigned_t<T>;
-  return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
-}
-template <typename T>
-T wrap_sub(T a, T b) {
-  using U = std::make_unsigned_t<T>;
-  return static_cast<T>(static_cast<U>(a) - static_cast<U>(b));
-}
-template <typename T>
-T wrap_mul(T a, T b) {
-  using U = std::make_unsigned_t<T>;
-  return static_cast<T>(static_cast<U>(a) * static_cast<U>(b));
-}
-// Floor division (Python's //); the caller has checked b != 0.
-template <typename T>
-T floor_div(T a, T b) {
-  if (b == -1) return wrap_sub<T>(0, a);  // avoids the INT_MIN / -1 trap; wraps like NumPy
-  T q = a / b;
-  if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
-  return q;
-}
-
-// TensorFlow's FloorMod of integers (the remainder takes the divisor's sign); the caller has
-// checked b != 0.
-template <typename T>
-T floor_mod(T a, T b) {
-  if constexpr (std::is_signed_v<T>) {
-    if (b == -1) return T(0);  // avoids the INT_MIN % -1 trap
-    const T r = static_cast<T>(a % b);
-    return (r != 0 && ((r < 0) != (b < 0))) ? static_cast<T>(r + b) : r;
-  } else {
-    return static_cast<T>(a % b);
-  }
-}
-
-// a^b by repeated squaring, wrapping like the other integer arithmetic; the caller has checked
-// b >= 0.
-template <typename T>
-T int_pow(T a, T b) {
-  T result = 1;
-  T base = a;
-  while (b != 0) {
-    if (b & 1) result = wrap_mul(result, base);
-    b = static_cast<T>(b >> 1);
-    if (b != 0) base = wrap_mul(base, base);
-  }
-  return result;
-}
-
-// NaN-propagating maximum/minimum, as numpy.maximum / numpy.minimum.
-template <typename T>
-T nan_max(T a, T b) {
-  if constexpr (std::is_floating_point_v<T>) {
-    if (a != a) return a;
-    if (b != b) return b;
-  }
-  return a < b ? b : a;
-}
-template <typename T>
-T nan_min(T a, T b) {
-  if constexpr (std::is_floating_point_v<T>) {
-    if (a != a) return a;
-    if (b != b) return b;
-  }
-  return b < a ? b : a;
-}
-
-template <BinaryOp Op, typename T>
-struct BinaryFn {
-  static T apply(T a, T b) {
-    if constexpr (std::is_same_v<T, bool>) {
-      if constexpr (Op == BinaryOp::kAdd || Op == BinaryOp::kMaximum) return a || b;
-      if constexpr (Op == BinaryOp::kMul || Op == BinaryOp::kMinimum) return a && b;
-      return false;  // rejected before the loop runs
-    } else if constexpr (std::is_integral_v<T>) {
-      if constexpr (Op == BinaryOp::kAdd) return wrap_add(a, b);
-      if constexpr (Op == BinaryOp::kSub) return wrap_sub(a, b);
-      if constexpr (Op == BinaryOp::kMul) return wrap_mul(a, b);
-      if constexpr (Op == BinaryOp::kDiv || Op == BinaryOp::kFloorDiv) {
-        if (b == 0) throw_invalid_argument("Integer division by zero");
-        return floor_div(a, b);
-      }
-      if constexpr (Op == BinaryOp::kTruncDiv) {
-        if (b == 0) throw_invalid_argument("Integer division by zero");
-        if (b == -1) return wrap_sub<T>(0, a);  // avoids the INT_MIN / -1 trap
-        return static_cast<T>(a / b);
-      }
-      if constexpr (Op == BinaryOp::kMaximum) return nan_max(a, b);
-      if constexpr (Op == BinaryOp::kMinimum) return nan_min(a, b);
-      if constexpr (Op == BinaryOp::kReluGrad) return b > T(0) ? a : T(0);
-      if constexpr (Op == BinaryOp::kPow) {
-        if (b < 0) throw_invalid_argument("Integers to negative integer powers are not allowed");
-        return int_pow(a, b);
-      }
-      if constexpr (Op == BinaryOp::kFloorMod) {
-        if (b == 0) throw_invalid_argument("Integer division by zero");
-        return floor_mod(a, b);
-      }
-      if constexpr (Op == BinaryOp::kSquaredDifference) {
-        const T d = wrap_sub(a, b);
-        return wrap_mul(d, d);
-      }
-    } else {
-      if constexpr (Op == BinaryOp::kAdd) return a + b;
-      if constexpr (Op == BinaryOp::kSub) return a - b;
-      if constexpr (Op == BinaryOp::kMul) return a * b;
-      if constexpr (Op == BinaryOp::kDiv || Op == BinaryOp::kTruncDiv) return a / b;
-      if constexpr (Op == BinaryOp::kFloorDiv) return std::floor(a / b);
-      if constexpr (Op == BinaryOp::kMaximum) return nan_max(a, b);
-      if constexpr (Op == BinaryOp::kMinimum) return nan_min(a, b);
-      if constexpr (Op == BinaryOp::kReluGrad) return b > T(0) ? a : T(0);
-      // kPow, kFloorMod, kSquaredDifference: the ISA table's loops (binary_run).
-      return a;
-    }
-  }
-};
-
-// The float ops whose loops come from the ISA-specific table (unary_math_loops.h).
-template <BinaryOp Op>
-constexpr bool kTableBinary =
-    Op == BinaryOp::kPow || Op == BinaryOp::kFloorMod || Op == BinaryOp::kSquaredDifference;
+using namespace elementwise_fns;  // NOLINT: the shared element functions
 
 template <typename T>
 unary_math::Table<T> select_math_table() {
@@ -245,15 +123,6 @@ unary_math::Table<T> select_math_table() {
 // Chosen at load time, not on first use: see fork_guard.h.
 const unary_math::Table<float> g_math_f32 = select_math_table<float>();
 const unary_math::Table<double> g_math_f64 = select_math_table<double>();
-
-template <typename T>
-const unary_math::Table<T>& math_table() {
-  if constexpr (std::is_same_v<T, float>) {
-    return g_math_f32;
-  } else {
-    return g_math_f64;
-  }
-}
 
 template <BinaryOp Op, typename T>
 unary_math::BinaryRunFn<T> table_binary() {
@@ -424,6 +293,9 @@ void unary_runs(const Tensor& x, const Tensor& out, ThreadPool* pool, unary_math
 }
 
 }  // namespace
+
+const unary_math::Table<float>& elementwise_fns::math_table_f32() { return g_math_f32; }
+const unary_math::Table<double>& elementwise_fns::math_table_f64() { return g_math_f64; }
 
 Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b, ThreadPool* pool) {
   const char* name = binary_name(op);

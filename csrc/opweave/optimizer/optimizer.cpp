@@ -21,6 +21,7 @@ const std::vector<PassInfo> g_passes = {
     {"common_subexpression", run_common_subexpression},
     {"constant_folding", run_constant_folding},
     {"arithmetic", run_arithmetic},
+    {"elementwise_fusion", run_elementwise_fusion},
     {"identity_removal", run_identity_removal},
 };
 

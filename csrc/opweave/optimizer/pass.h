@@ -43,6 +43,7 @@ bool run_constant_folding(WorkGraph& graph, PassContext& ctx);      // constant_
 bool run_arithmetic(WorkGraph& graph, PassContext& ctx);            // arithmetic.cpp
 bool run_identity_removal(WorkGraph& graph, PassContext& ctx);      // identity_removal.cpp
 bool run_pruning(WorkGraph& graph, PassContext& ctx);               // pruning.cpp
+bool run_elementwise_fusion(WorkGraph& graph, PassContext& ctx);    // elementwise_fusion.cpp
 
 // --- shared by the passes ---------------------------------------------------------------------
 
