@@ -241,7 +241,14 @@ def test_state_file_is_tensorflows_text_format_and_max_to_keep_deletes_old_files
         f'all_model_checkpoint_paths: "{d}/model.ckpt-3"\n'
         f'all_model_checkpoint_paths: "{d}/model.ckpt-4"\n'
     )
-    assert sorted(os.listdir(d)) == ["checkpoint", "model.ckpt-3", "model.ckpt-4"]
+    # Each checkpoint's meta graph beside it, deleted with it (TensorFlow's .meta files).
+    assert sorted(os.listdir(d)) == [
+        "checkpoint",
+        "model.ckpt-3",
+        "model.ckpt-3.meta",
+        "model.ckpt-4",
+        "model.ckpt-4.meta",
+    ]
     assert saver.last_checkpoints == [f"{d}/model.ckpt-3", f"{d}/model.ckpt-4"]
     assert tf.train.latest_checkpoint(d) == f"{d}/model.ckpt-4"
     state = tf.train.get_checkpoint_state(d)
@@ -288,6 +295,7 @@ def test_max_to_keep_none_keeps_all_and_keep_every_n_hours_keeps_old_ones(tmp_pa
             for i in range(3):
                 hourly.save(sess, str(tmp_path / "hourly"), global_step=i, latest_filename="h")
     files = sorted(os.listdir(tmp_path))
+    files = [f for f in files if not f.endswith(".meta")]  # each checkpoint's meta graph
     assert [f for f in files if f.startswith("all")] == ["all-0", "all-1", "all-2"]
     # Each checkpoint is older than the last kept one by more than 1e-9 hours: all stay, while
     # the state file names only the newest (max_to_keep=1).
@@ -311,7 +319,7 @@ def test_recover_last_checkpoints_lets_a_new_saver_go_on_deleting(tmp_path: Path
             second.recover_last_checkpoints([*state.all_model_checkpoint_paths, f"{d}/gone"])
             assert second.last_checkpoints == [f"{d}/m-0", f"{d}/m-1"]
             second.save(sess, f"{d}/m", global_step=2)
-            assert sorted(os.listdir(d)) == ["checkpoint", "m-1", "m-2"]
+            assert sorted(os.listdir(d)) == ["checkpoint", "m-1", "m-1.meta", "m-2", "m-2.meta"]
             second.set_last_checkpoints_with_time([(f"{d}/m-2", 1.0)])
             assert second.last_checkpoints == [f"{d}/m-2"]
             second.set_last_checkpoints([f"{d}/m-1"])
@@ -327,7 +335,7 @@ def test_write_state_false_leaves_the_state_file_alone(tmp_path: Path) -> None:
             sess.run(v.initializer)
             saver = tf.train.Saver()
             path = saver.save(sess, str(tmp_path / "m"), write_state=False)
-    assert os.listdir(tmp_path) == ["m"]
+    assert sorted(os.listdir(tmp_path)) == ["m", "m.meta"]
     assert path == str(tmp_path / "m")
     assert saver.last_checkpoints == []
     assert tf.train.latest_checkpoint(str(tmp_path)) is None
@@ -806,7 +814,7 @@ def test_a_failed_save_leaves_the_previous_checkpoint_and_no_temporary_file(
                 saver.save(sess, str(tmp_path / "m"), global_step=2)
             with pytest.raises(OSError, match="No space left"):  # the same name again
                 saver.save(sess, str(tmp_path / "m"), global_step=1)
-    assert sorted(os.listdir(tmp_path)) == ["checkpoint", "m-1"]
+    assert sorted(os.listdir(tmp_path)) == ["checkpoint", "m-1", "m-1.meta"]
     assert saver.last_checkpoints == [good]
     assert tf.train.latest_checkpoint(str(tmp_path)) == good
     assert tf.train.load_variable(good, "v") == 0

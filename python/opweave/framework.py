@@ -656,11 +656,17 @@ class Graph:
         return graph_to_graph_def(self, from_version, add_shapes)
 
     def __reduce__(self) -> tuple[Any, ...]:
-        # Graphs pickle as their GraphDef bytes, rebuilt by a function that only parses them:
-        # unpickling a graph runs no code from the pickle (collections and seeds do not travel).
+        # Graphs pickle as their GraphDef bytes (plus the seed and the collections, as a
+        # MetaGraphDef's), rebuilt by a function that only parses them: unpickling a graph runs
+        # no code from the pickle. Collections of other Python objects do not travel.
         from .graphdef._io import graph_from_bytes
+        from .graphdef._meta_graph import collections_bytes
 
-        return (graph_from_bytes, (self.as_graph_def().SerializeToString(),))
+        data = self.as_graph_def().SerializeToString()
+        collections = collections_bytes(self)
+        if self.seed is None and not collections:
+            return (graph_from_bytes, (data,))
+        return (graph_from_bytes, (data, self.seed, collections))
 
     def as_graph_element(self, obj: str | Tensor | Operation) -> Tensor | Operation:
         """A tensor or op of this graph from itself, its name (``"x:0"`` or ``"x"``) or an object

@@ -113,7 +113,9 @@ def _missing_ops(graph_def: Any) -> None:
     )
 
 
-def _read_nodes(graph_def: Any) -> dict[str, _Node]:
+def _read_nodes(graph_def: Any, mapped: frozenset[str] = frozenset()) -> dict[str, _Node]:
+    """The nodes of ``graph_def``, checked; an input may name a node the GraphDef lacks only
+    when ``input_map`` replaces it (``mapped``: the ``$unbound_inputs_`` of a scoped export)."""
     _missing_ops(graph_def)
     nodes: dict[str, _Node] = {}
     for proto in graph_def.node:
@@ -142,7 +144,7 @@ def _read_nodes(graph_def: Any) -> dict[str, _Node]:
         nodes[name] = _Node(proto, name, REGISTRY[proto.op], data, control, device)
     for node in nodes.values():
         for src in [s for s, _ in node.data] + node.control:
-            if src not in nodes:
+            if src not in nodes and src not in mapped:
                 raise GraphDefError(
                     f"Node {node.name!r}: Unknown input node {src!r}", node.name, node.proto.op
                 )
@@ -159,7 +161,8 @@ def _topological_order(nodes: dict[str, _Node]) -> list[_Node]:
     waiting: dict[str, int] = {}
     consumers: dict[str, list[str]] = {name: [] for name in nodes}
     for node in nodes.values():
-        sources = {s for s, _ in node.data} | set(node.control)
+        # A source the GraphDef lacks is replaced by input_map: nothing to wait for.
+        sources = ({s for s, _ in node.data} | set(node.control)) & nodes.keys()
         waiting[node.name] = len(sources)
         for s in sources:
             consumers[s].append(node.name)
@@ -394,13 +397,14 @@ def import_into(
     if graph.finalized:
         raise RuntimeError("Graph is finalized and cannot be modified.")
     input_map = dict(input_map or {})
-    nodes = _read_nodes(graph_def)
+    nodes = _read_nodes(graph_def, frozenset(parse_input_name(k)[0] for k in input_map))
+    used = {s for node in nodes.values() for s in [s for s, _ in node.data] + node.control}
     mapped: dict[tuple[str, int], Tensor] = {}
     mapped_control: dict[str, Operation] = {}
     missing = []
     for key, value in input_map.items():
         src, index, control = parse_input_name(key)
-        if src not in nodes:
+        if src not in nodes and src not in used:
             missing.append(key)
         elif control:
             mapped_control[src] = value.op if isinstance(value, Tensor) else value

@@ -208,12 +208,25 @@ def write_graph(
     return path
 
 
-def graph_from_bytes(data: bytes) -> Any:
-    """A new Graph holding the GraphDef ``data`` with its node names unchanged (how a pickled
-    Graph is rebuilt: only GraphDef bytes travel through pickle)."""
+def graph_from_bytes(data: bytes, seed: int | None = None, collections: bytes = b"") -> Any:
+    """A new Graph holding the GraphDef ``data`` with its node names unchanged, its random
+    ``seed`` and the collections of the MetaGraphDef bytes ``collections`` (how a pickled Graph
+    is rebuilt: only this data travels through pickle)."""
     from ..framework import Graph
     from ._import import import_into
 
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
+        raise TypeError(f"a pickled graph's seed must be an int, got {seed!r}")
     graph = Graph()
-    import_into(graph, parse_graph_def(data, "the pickled graph"), name="")
+    graph_def = parse_graph_def(data, "the pickled graph")
+    if collections:
+        from ..train.meta_graph import _make_saver
+        from ._meta_graph import import_meta_graph_into, parse_meta_graph_def
+
+        meta = parse_meta_graph_def(collections, "the pickled graph's collections")
+        meta.graph_def.CopyFrom(graph_def)
+        import_meta_graph_into(graph, meta, _make_saver, import_scope="")
+    else:
+        import_into(graph, graph_def, name="")
+    graph.seed = seed
     return graph

@@ -3,10 +3,11 @@
 The messages are built at run time from a ``FileDescriptorProto`` written here, field by field,
 with the names and numbers of TensorFlow's public schema (``tensorflow/core/framework/graph.proto``,
 ``node_def.proto``, ``attr_value.proto``, ``tensor.proto``, ``tensor_shape.proto``,
-``types.proto``, ``versions.proto``, ``function.proto``; ``tensorflow/core/protobuf/
-meta_graph.proto`` and ``saver.proto``), so the bytes are TensorFlow's. The ``protobuf`` package
-does the wire format and the text format; there is no generated code and no build step, which
-keeps the wheel free of protoc and of a ``protobuf`` runtime version pinned at build time.
+``types.proto``, ``versions.proto``, ``function.proto``, ``variable.proto``;
+``tensorflow/core/protobuf/meta_graph.proto`` and ``saver.proto``), so the bytes are
+TensorFlow's. The ``protobuf`` package does the wire format and the text format; there is no
+generated code and no build step, which keeps the wheel free of protoc and of a ``protobuf``
+runtime version pinned at build time.
 
 Only what opweave reads or writes is declared. Fields left out (``GraphDef.debug_info``,
 ``NodeDef.experimental_type``, the function library's contents, ``TensorProto``'s resource and
@@ -275,6 +276,30 @@ _MESSAGES: list[dict[str, Any]] = [
             _f("filename", 2, _STRING),
         ],
     },
+    # -- variables in meta graph collections (variable.proto) ------------------------------------
+    {
+        "name": "SaveSliceInfoDef",
+        "fields": [
+            _f("full_name", 1, _STRING),
+            _f("full_shape", 2, _INT64, repeated=True),
+            _f("var_offset", 3, _INT64, repeated=True),
+            _f("var_shape", 4, _INT64, repeated=True),
+        ],
+    },
+    {
+        "name": "VariableDef",
+        "fields": [
+            _f("variable_name", 1, _STRING),
+            _f("initial_value_name", 6, _STRING),
+            _f("initializer_name", 2, _STRING),
+            _f("snapshot_name", 3, _STRING),
+            _f("save_slice_info_def", 4, _MESSAGE, ".tensorflow.SaveSliceInfoDef"),
+            _f("is_resource", 5, _BOOL),
+            _f("trainable", 7, _BOOL),
+            _f("synchronization", 8, _ENUM, ".tensorflow.VariableSynchronization"),
+            _f("aggregation", 9, _ENUM, ".tensorflow.VariableAggregation"),
+        ],
+    },
     {
         "name": "MetaGraphDef",
         "fields": [
@@ -313,6 +338,28 @@ _MESSAGES: list[dict[str, Any]] = [
             _map_entry("SignatureDefEntry", _f("value", 2, _MESSAGE, ".tensorflow.SignatureDef")),
         ],
     },
+]
+
+# Enums at the file's top level besides DataType, with TensorFlow's values (variable.proto).
+_ENUMS: list[tuple[str, list[tuple[str, int]]]] = [
+    (
+        "VariableSynchronization",
+        [
+            ("VARIABLE_SYNCHRONIZATION_AUTO", 0),
+            ("VARIABLE_SYNCHRONIZATION_NONE", 1),
+            ("VARIABLE_SYNCHRONIZATION_ON_WRITE", 2),
+            ("VARIABLE_SYNCHRONIZATION_ON_READ", 3),
+        ],
+    ),
+    (
+        "VariableAggregation",
+        [
+            ("VARIABLE_AGGREGATION_NONE", 0),
+            ("VARIABLE_AGGREGATION_SUM", 1),
+            ("VARIABLE_AGGREGATION_MEAN", 2),
+            ("VARIABLE_AGGREGATION_ONLY_FIRST_REPLICA", 3),
+        ],
+    ),
 ]
 
 #: The message classes, by name, once built (see :func:`messages`).
@@ -358,6 +405,10 @@ def _build() -> SimpleNamespace:
         data_type.value.add(name=name, number=number)
     for name, number in DATA_TYPES[1:]:
         data_type.value.add(name=f"{name}_REF", number=number + REF_OFFSET)
+    for enum_name, values in _ENUMS:
+        enum = file.enum_type.add(name=enum_name)
+        for value_name, number in values:
+            enum.value.add(name=value_name, number=number)
     for spec in _MESSAGES:
         _add_message(file.message_type, spec)
     pool = descriptor_pool.DescriptorPool()

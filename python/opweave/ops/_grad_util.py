@@ -31,12 +31,19 @@ _REDUCED_SHAPE = OpDef(
 def reduced_shape(x: Tensor, axes: Tensor) -> Any:
     """The shape of ``x`` with the ``axes`` set to 1: static when known, else computed."""
     from .array_ops import shape
+    from .math_ops import add, multiply
 
     s, a = x._shape, constant_value(axes)
-    if s is not None and a is not None and all(d is not None for d in s):
+    if s is not None and a is not None:
         rank = len(s)
         norm = {int(v) % rank for v in a.reshape(-1)} if rank else set()
-        return np.array([1 if i in norm else d for i, d in enumerate(s)], dtype=np.int32)
+        dims = [1 if i in norm else d for i, d in enumerate(s)]
+        if None not in dims:
+            return np.array(dims, dtype=np.int32)
+        # A known rank and constant axes (a batch of unknown size): shape(x) * kept + reduced,
+        # ops TensorFlow has too, so that a training graph exported to TensorFlow imports there.
+        kept = np.array([0 if i in norm else 1 for i in range(rank)], dtype=np.int32)
+        return add(multiply(shape(x), kept), 1 - kept)
     return _REDUCED_SHAPE(shape(x), axes)
 
 

@@ -119,7 +119,10 @@ class Variable:
         shape: Any = None,
     ) -> None:
         if variable_def is not None:
-            raise NotImplementedError("Variable(variable_def=...) is not supported by opweave")
+            if initial_value is not None:
+                raise ValueError("variable_def and initial_value are mutually exclusive.")
+            self._init_from_proto(variable_def, import_scope)
+            return
         if initial_value is None:
             raise ValueError("initial_value must be specified.")
         if constraint is not None and not callable(constraint):
@@ -163,13 +166,95 @@ class Variable:
                 raise ValueError(f"initial_value must have a shape specified: {init!r}")
             if not validate_shape and shape is None:
                 var_shape = TensorShape(None)
-            self._initial_value = init
+            self._initial_value: Tensor | None = init
             self._variable = state_ops.variable_op_v2(var_shape, init.dtype.base_dtype, name=scope)
             self._initializer_op: Operation = state_ops.assign(
                 self._variable, init, validate_shape=validate_shape
             ).op
             self._snapshot = read_ref(self._variable, name="read")
         g.add_to_collections(collections, self)
+
+    def _init_from_proto(self, variable_def: Any, import_scope: str | None) -> None:
+        """A Variable for the graph elements a ``VariableDef`` names in the default graph (under
+        ``import_scope``): what TensorFlow's ``Variable(variable_def=...)`` does."""
+        from ..graphdef._meta_graph import prepend_name_scope
+
+        for field in ("variable_name", "initializer_name", "snapshot_name"):
+            if not isinstance(getattr(variable_def, field, None), str):
+                raise TypeError(f"variable_def must be a VariableDef message, got {variable_def!r}")
+        g = get_default_graph()
+
+        def element(name: str) -> Any:
+            return g.as_graph_element(prepend_name_scope(name, import_scope))
+
+        ref = element(variable_def.variable_name)
+        initializer = element(variable_def.initializer_name)
+        snapshot = element(variable_def.snapshot_name)
+        initial = (
+            element(variable_def.initial_value_name) if variable_def.initial_value_name else None
+        )
+        self._adopt(ref, initializer, snapshot, initial, bool(variable_def.trainable))
+
+    def _adopt(
+        self,
+        ref: Any,
+        initializer: Any,
+        snapshot: Any,
+        initial_value: Tensor | None,
+        trainable: bool,
+    ) -> None:
+        """Become the variable made of these existing graph elements (a graph imported from a
+        meta graph): its ``VariableV2`` output, initializing op, read and initial value."""
+        if not (isinstance(ref, Tensor) and ref.op.type == "VariableV2" and ref.value_index == 0):
+            raise ValueError(f"the variable must be the output of a VariableV2 op, got {ref!r}")
+        if not isinstance(initializer, Operation):
+            raise ValueError(f"the variable's initializer must be an op, got {initializer!r}")
+        if not isinstance(snapshot, Tensor):
+            raise ValueError(f"the variable's snapshot must be a tensor, got {snapshot!r}")
+        if initial_value is not None and not isinstance(initial_value, Tensor):
+            raise ValueError(
+                f"the variable's initial value must be a tensor, got {initial_value!r}"
+            )
+        self._graph = ref.graph
+        self._trainable = trainable
+        self._constraint = None
+        self._variable = ref
+        self._initializer_op = initializer
+        self._snapshot = snapshot
+        # None when the VariableDef does not name it (meta graphs of old TensorFlow versions).
+        self._initial_value = initial_value
+
+    @staticmethod
+    def from_proto(variable_def: Any, import_scope: str | None = None) -> Variable:
+        """The Variable a ``VariableDef`` (``to_proto``'s result) names in the default graph.
+
+        >>> import opweave as ow
+        >>> with ow.Graph().as_default():
+        ...     v = ow.Variable([1.0], name="v")
+        ...     same = ow.Variable.from_proto(v.to_proto())
+        ...     same.name, same.initializer.name, same.trainable
+        ('v:0', 'v/Assign', True)
+        """
+        return Variable(variable_def=variable_def, import_scope=import_scope)
+
+    def to_proto(self, export_scope: str | None = None) -> Any:
+        """The variable as TensorFlow's ``VariableDef`` message (what a meta graph's variable
+        collections hold): the names of its graph elements, with ``export_scope`` removed; None
+        when the variable is not under ``export_scope``. Needs the ``protobuf`` package."""
+        from ..graphdef._meta_graph import strip_name_scope
+        from ..graphdef._protos import messages
+
+        if export_scope is not None and not self._variable.name.startswith(export_scope):
+            return None
+        proto = messages().VariableDef(
+            variable_name=strip_name_scope(self._variable.name, export_scope),
+            initializer_name=strip_name_scope(self._initializer_op.name, export_scope),
+            snapshot_name=strip_name_scope(self._snapshot.name, export_scope),
+            trainable=self._trainable,
+        )
+        if self._initial_value is not None:
+            proto.initial_value_name = strip_name_scope(self._initial_value.name, export_scope)
+        return proto
 
     # -- what the variable is --------------------------------------------------------------------
     @property
@@ -223,8 +308,9 @@ class Variable:
         return self._initializer_op
 
     @property
-    def initial_value(self) -> Tensor:
-        """The tensor the initializer stores."""
+    def initial_value(self) -> Tensor | None:
+        """The tensor the initializer stores (None for a variable imported from a meta graph
+        that does not name it)."""
         return self._initial_value
 
     def __repr__(self) -> str:

@@ -1,5 +1,5 @@
-"""``opweave.train``: TensorFlow 1's optimizers, the global step, checkpoints (``Saver``) and
-``write_graph``.
+"""``opweave.train``: TensorFlow 1's optimizers, the global step, checkpoints (``Saver``), meta
+graphs (``export_meta_graph``, ``import_meta_graph``) and ``write_graph``.
 
 >>> import opweave as tf
 >>> with tf.Graph().as_default():
@@ -40,6 +40,7 @@ from .checkpoint_utils import (
     load_variable,
 )
 from .gradient_descent import GradientDescentOptimizer
+from .meta_graph import export_meta_graph, import_meta_graph
 from .momentum import MomentumOptimizer
 from .optimizer import Optimizer
 from .rmsprop import RMSPropOptimizer
@@ -63,12 +64,14 @@ __all__ = [
     "SaverDef",
     "checkpoint_exists",
     "create_global_step",
+    "export_meta_graph",
     "generate_checkpoint_state_proto",
     "get_checkpoint_mtimes",
     "get_checkpoint_state",
     "get_global_step",
     "get_or_create_global_step",
     "global_step",
+    "import_meta_graph",
     "latest_checkpoint",
     "list_variables",
     "load_checkpoint",

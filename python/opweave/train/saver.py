@@ -48,6 +48,7 @@ import numpy as np
 from .. import _tf_logging as logging
 from ..errors import InvalidArgumentError, NotFoundError, OpError, UnimplementedError
 from ..framework import Graph, Operation, Tensor, get_default_graph
+from ..graphdef._export import NotExportableError
 from ..ops import state_ops
 from ..ops._op_def import constant_value
 from ..ops.array_ops import constant, identity, placeholder, placeholder_with_default
@@ -367,15 +368,14 @@ class Saver:
     def _rebuild_from_saver_def(self, sd: Any) -> None:
         """Find the ops an opweave saver made (named by ``sd``) in the default graph."""
         g = get_default_graph()
-        self._graph = g
 
         def scoped(n: str) -> str:
             return f"{self._name}/{n}" if self._name else n
 
         try:
             restore_op = g.get_operation_by_name(scoped(sd.restore_op_name))
-            g.as_graph_element(scoped(sd.save_tensor_name))
-            g.as_graph_element(scoped(sd.filename_tensor_name))
+            save_tensor = g.as_graph_element(scoped(sd.save_tensor_name))
+            filename = g.as_graph_element(scoped(sd.filename_tensor_name))
         except (KeyError, ValueError) as e:
             raise ValueError(f"saver_def names graph elements that do not exist: {e}") from None
         scope = restore_op.name.rsplit("/", 1)[0] if "/" in restore_op.name else ""
@@ -385,6 +385,15 @@ class Saver:
             raise ValueError(
                 f"{restore_op.name} was not made by an opweave Saver (no tensor_names beside it)"
             ) from None
+        self._adopt(sd, restore_op, names_op, filename, save_tensor)
+
+    def _adopt(
+        self, sd: Any, restore_op: Operation, names_op: Operation, filename: Any, save_tensor: Any
+    ) -> None:
+        """Become the saver whose ops these are: its ``restore_all``, its ``tensor_names``
+        constant (the checkpoint keys, in the order of the restore op's assignments) and its
+        filename and save tensors; ``sd`` gives the settings."""
+        self._graph = restore_op.graph
         keys = constant_value(names_op.outputs[0])
         assigns = restore_op.control_inputs
         if keys is None or len(keys) != len(assigns) or any(a.type != "Assign" for a in assigns):
@@ -397,15 +406,27 @@ class Saver:
         self._keep_checkpoint_every_n_hours = float(sd.keep_checkpoint_every_n_hours)
         self._next_checkpoint_time = time.time() + self._keep_checkpoint_every_n_hours * 3600
         self._write_version = int(sd.version)
+        self._sharded = bool(sd.sharded)
         self.saver_def = SaverDef(
-            filename_tensor_name=scoped(sd.filename_tensor_name),
-            save_tensor_name=scoped(sd.save_tensor_name),
+            filename_tensor_name=filename.name,
+            save_tensor_name=save_tensor.name,
             restore_op_name=restore_op.name,
             max_to_keep=self._max_to_keep,
-            sharded=bool(sd.sharded),
+            sharded=self._sharded,
             keep_checkpoint_every_n_hours=self._keep_checkpoint_every_n_hours,
             version=self._write_version,
         )
+
+    @classmethod
+    def _from_graph_elements(
+        cls, sd: Any, restore_op: Operation, names_op: Operation, filename: Any, save_tensor: Any
+    ) -> Saver:
+        """The saver whose ops these are (see :meth:`_adopt`): how ``import_meta_graph``
+        rebuilds a saver from the ops it imported, whatever names the import gave them."""
+        saver = cls(saver_def=sd, defer_build=True)
+        saver._is_built = True
+        saver._adopt(sd, restore_op, names_op, filename, save_tensor)
+        return saver
 
     def as_saver_def(self) -> SaverDef | None:
         """The :class:`SaverDef` of this saver."""
@@ -603,12 +624,18 @@ class Saver:
                     )
                     self._delete_old_checkpoints(meta_graph_suffix)
         if write_meta_graph and _meta_graph_exporter() is not None:
-            with sess.graph.as_default():
-                self.export_meta_graph(
-                    cm.meta_graph_filename(checkpoint_file, meta_graph_suffix),
-                    strip_default_attrs=strip_default_attrs,
-                    save_debug_info=save_debug_info,
-                )
+            meta_file = cm.meta_graph_filename(checkpoint_file, meta_graph_suffix)
+            try:
+                with sess.graph.as_default():
+                    self.export_meta_graph(
+                        meta_file,
+                        strip_default_attrs=strip_default_attrs,
+                        save_debug_info=save_debug_info,
+                    )
+            except (ImportError, NotExportableError) as e:
+                # The checkpoint is complete and named; only the graph cannot be written (no
+                # protobuf package, or a py_function, which a GraphDef cannot hold).
+                logging.warning("The meta graph %s was not written: %s", meta_file, e)
         return None if self._is_empty else checkpoint_file
 
     def export_meta_graph(
