@@ -183,6 +183,10 @@ def test_none_arguments_are_value_errors() -> None:
             ow.losses.mean_squared_error(LAB, None)
         with pytest.raises(ValueError, match="incompatible"):
             ow.losses.mean_squared_error(LAB, PRED[:, :2])
+        # TensorFlow's broadcast rule for weights: a scalar, or the losses' rank with 1s.
+        for bad in (W_EXAMPLE, np.ones(C, np.float32), np.ones((B, 2), np.float32)):
+            with pytest.raises(ValueError, match="weights can not be broadcast"):
+                ow.losses.mean_squared_error(LAB, PRED, bad)
 
 
 def test_gradient_flows_to_logits_not_labels() -> None:
@@ -256,3 +260,11 @@ def test_collections_match_tensorflow(v1: Any) -> None:
         got = build(ow)
     assert len(got) == len(want) == 2
     assert [n.split("/")[0] for n in got] == [n.split("/")[0] for n in want]
+
+
+def test_unbroadcastable_weights_fail_as_in_tensorflow(v1: Any) -> None:
+    for bad in (W_EXAMPLE, np.ones(C, np.float32)):
+        with v1.Graph().as_default(), pytest.raises(ValueError, match="can not be broadcast"):
+            v1.losses.mean_squared_error(LAB, PRED, bad)
+        with ow.Graph().as_default(), pytest.raises(ValueError, match="can not be broadcast"):
+            ow.losses.mean_squared_error(LAB, PRED, bad)

@@ -117,6 +117,24 @@ def _num_present(losses: Tensor, weights: Any) -> Tensor:
         return reduce_sum(present)
 
 
+def _assert_broadcastable(weights: Tensor, values: Tensor) -> None:
+    """TensorFlow's rule, checked on the static shapes: weights are a scalar, or of the losses'
+    rank with each dimension 1 or the losses' (``[batch]`` weights do not fit ``[batch, k]``
+    losses: they need ``[batch, 1]``)."""
+    ws, vs = weights.get_shape(), values.get_shape()
+    if ws.ndims is None or vs.ndims is None or ws.ndims == 0:
+        return
+    wd, vd = ws.as_list(), vs.as_list()
+    fits = len(wd) == len(vd) and all(
+        w is None or v is None or w in (1, v) for w, v in zip(wd, vd, strict=True)
+    )
+    if not fits:
+        raise ValueError(
+            f"weights can not be broadcast to values. values.rank={len(vd)}. "
+            f"weights.rank={len(wd)}. values.shape={vs}. weights.shape={ws}."
+        )
+
+
 def add_loss(loss: Tensor, loss_collection: str | None = GraphKeys.LOSSES) -> None:
     """Add ``loss`` to the collection ``loss_collection`` (nothing when it is None or empty)."""
     if loss_collection:
@@ -162,6 +180,7 @@ def compute_weighted_loss(
         input_dtype = losses_t.dtype
         losses_t = cast(losses_t, float32)
         weights_t = cast(weights, float32)
+        _assert_broadcastable(weights_t, losses_t)
         weighted = multiply(losses_t, weights_t)
         if reduction == Reduction.NONE:
             loss = weighted
