@@ -30,6 +30,7 @@ import pytest
         "opweave.ops.nn_ops",
         "opweave.ops.nn_conv",
         "opweave.layers",
+        "opweave.losses",
         "opweave.ops.control_flow_ops",
         "opweave.ops.script_ops",
         "opweave.ops.gradients_impl",
