@@ -99,5 +99,7 @@ export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1}"
 ctest --test-dir "$build_dir" --output-on-failure -j 2
 
 if [ "$mode" = release ]; then
-  python -m pytest "${pytest_args[@]}"
+  # shellcheck source=tests/pytest_workers.sh
+  . tests/pytest_workers.sh
+  python -m pytest "${pytest_workers[@]}" "${pytest_args[@]}"
 fi

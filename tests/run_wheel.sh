@@ -49,5 +49,7 @@ if [ "$quick" = 1 ]; then
     "$repo/tests/test_session.py" "$repo/tests/test_kernels.py" "$repo/tests/test_bad_input.py"
     -m "not soak and not slow")
 fi
+# shellcheck source=tests/pytest_workers.sh
+. "$repo/tests/pytest_workers.sh"
 python -m pytest -c "$repo/pyproject.toml" --rootdir "$repo" -p no:cacheprovider \
-  "${selection[@]}" "${pytest_args[@]}"
+  "${pytest_workers[@]}" "${selection[@]}" "${pytest_args[@]}"
