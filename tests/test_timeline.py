@@ -282,17 +282,14 @@ def test_parallelism_sees_an_op_split_over_two_threads() -> None:
 def test_an_op_shorter_than_the_clock_tick_still_counts_as_running() -> None:
     from opweave.config import DeviceStepStats, NodeExecStats, StepStats
 
-    def node(name: str, start: int, end: int, thread: int) -> NodeExecStats:
-        return NodeExecStats(
-            node_name=name, all_start_nanos=start, all_end_nanos=end, thread_id=thread
-        )
+    def stats(*spans: tuple[int, int]) -> StepStats:
+        nodes = [
+            NodeExecStats(node_name=f"n{i}", all_start_nanos=a, all_end_nanos=b, thread_id=1)
+            for i, (a, b) in enumerate(spans)
+        ]
+        return StepStats(dev_stats=[DeviceStepStats(node_stats=nodes)])
 
-    alone = StepStats(dev_stats=[DeviceStepStats(node_stats=[node("c", 100, 100, 1)])])
-    assert parallelism(alone) == Parallelism(1, 1, 1)
-    # Two instant ops at the same moment on two threads ran at once; back to back they did not.
-    both = [node("a", 100, 100, 1), node("b", 100, 100, 2)]
-    assert parallelism(StepStats(dev_stats=[DeviceStepStats(node_stats=both)])).max_ops_at_once == 2
-    chained = [node("a", 100, 150, 1), node("b", 150, 150, 1)]
-    assert (
-        parallelism(StepStats(dev_stats=[DeviceStepStats(node_stats=chained)])).max_ops_at_once == 1
-    )
+    assert parallelism(stats((100, 100))) == Parallelism(1, 1, 1)
+    # Instant ops one after another on one thread, at the same tick, did not run at once.
+    assert parallelism(stats((100, 100), (100, 100), (100, 150))).max_ops_at_once == 1
+    assert parallelism(stats((100, 200), (150, 250))).max_ops_at_once == 2

@@ -304,16 +304,16 @@ def parallelism(step_stats: StepStats) -> Parallelism:
     """
     nodes = step_stats.node_stats
     # Sweep the kernels' intervals: +1 at each start, -1 at each end (ends first on ties, so
-    # an op that starts as another ends does not count as overlapping it). An op that took less
-    # than the clock's tick (a folded constant) still ran: its interval is one nanosecond.
-    edges = sorted(
-        [(n.all_start_nanos, 1) for n in nodes]
-        + [(max(n.all_end_nanos, n.all_start_nanos + 1), -1) for n in nodes]
-    )
+    # an op that starts as another ends does not count as overlapping it).
+    edges = sorted([(n.all_start_nanos, 1) for n in nodes] + [(n.all_end_nanos, -1) for n in nodes])
     running = most = 0
     for _, step in edges:
         running += step
         most = max(most, running)
+    # Ops shorter than the clock's tick (a folded constant) have empty intervals and overlap
+    # nothing, but a run that ran any op ran at least one at once.
+    if nodes:
+        most = max(most, 1)
     per_op = [len({n.thread_id} | {c.thread_id for c in n.intra_op_chunks}) for n in nodes]
     return Parallelism(
         max_ops_at_once=most,
