@@ -717,15 +717,22 @@ def rank_of(x: Tensor) -> Tensor:
     return rank(x)
 
 
-def _reduction_op(type_: str, types: frozenset[DType], grad: Any) -> dict[str, Any]:
-    return {
-        "inputs": ["input: T", "reduction_indices: Tidx"],
+def _reduction(types: frozenset[DType] | None, grad: Any = None) -> dict[str, Any]:
+    """The OpDef fields every reduction shares; ``types=None`` is a bool-only reduction (Any,
+    All), ``grad=None`` one without a gradient."""
+    spec = {
+        "inputs": ["input: T" if types is not None else "input: bool", "reduction_indices: Tidx"],
+        "outputs": ["output: T" if types is not None else "output: bool"],
         "attrs": {"keep_dims": Attr("bool", False)},
-        "types": {"T": types, "Tidx": INDEX},
+        "types": {"Tidx": INDEX} | ({"T": types} if types is not None else {}),
         "shape": _reduction_shape,
-        "grad": grad,
         "flops": per_input_element,
     }
+    if grad is None:
+        spec["not_differentiable"] = True
+    else:
+        spec["grad"] = grad
+    return spec
 
 
 def _sum_grad(op_: Operation, grad: Tensor) -> list[Any]:
@@ -741,7 +748,7 @@ def _max_min_reduce_grad(op_: Operation, grad: Tensor) -> list[Any]:
     return [_grad_util.max_min_reduce_grad(op_, grad), None]
 
 
-@op("Sum", **_reduction_op("Sum", NUMBERS, _sum_grad))
+@op("Sum", **_reduction(NUMBERS, _sum_grad))
 def reduce_sum(
     input_tensor: TensorLike,
     axis: Any = None,
@@ -765,7 +772,7 @@ def reduce_sum(
     )
 
 
-@op("Mean", **_reduction_op("Mean", NUMBERS, _mean_grad))
+@op("Mean", **_reduction(NUMBERS, _mean_grad))
 def reduce_mean(
     input_tensor: TensorLike,
     axis: Any = None,
@@ -780,7 +787,7 @@ def reduce_mean(
     )
 
 
-@op("Max", **_reduction_op("Max", REALS | {bool_}, _max_min_reduce_grad))
+@op("Max", **_reduction(REALS | {bool_}, _max_min_reduce_grad))
 def reduce_max(
     input_tensor: TensorLike,
     axis: Any = None,
@@ -795,7 +802,7 @@ def reduce_max(
     )
 
 
-@op("Min", **_reduction_op("Min", REALS | {bool_}, _max_min_reduce_grad))
+@op("Min", **_reduction(REALS | {bool_}, _max_min_reduce_grad))
 def reduce_min(
     input_tensor: TensorLike,
     axis: Any = None,

@@ -25,8 +25,8 @@ from . import _checks, _grad_util
 from ._op_def import Attr, ShapeContext, constant_value, executing_eagerly, op, public
 from .math_ops import (
     TensorLike,
+    _reduction,
     _reduction_args,
-    _reduction_shape,
     add,
     exp,
     multiply,
@@ -107,22 +107,6 @@ def _dynamic_perm(x: Tensor, axes: Tensor) -> tuple[Any, Any, Any]:
     other = gather(idx, reshape(cast(where(logical_not(is_reduced)), int32), [-1]))
     perm = concat([reduced, other], 0)
     return perm, invert_permutation(perm), reduced
-
-
-def _reduction(types: frozenset[DType] | None, grad: Any = None) -> dict[str, Any]:
-    spec = {
-        "inputs": ["input: T" if types is not None else "input: bool", "reduction_indices: Tidx"],
-        "outputs": ["output: T" if types is not None else "output: bool"],
-        "attrs": {"keep_dims": Attr("bool", False)},
-        "types": {"Tidx": INDEX} | ({"T": types} if types is not None else {}),
-        "shape": _reduction_shape,
-        "flops": per_input_element,
-    }
-    if grad is None:
-        spec["not_differentiable"] = True
-    else:
-        spec["grad"] = grad
-    return spec
 
 
 @op("Prod", **_reduction(REALS, _prod_grad))
