@@ -299,42 +299,53 @@ _CONV_KEYS = (
 # -- Conv2D and its gradients --------------------------------------------------------------------
 
 
-def _conv2d_grad(op_: Operation, grad: Tensor) -> list[Any]:
-    x, f = op_.inputs
-    attrs = _same_attrs(op_, _CONV_KEYS)
-    return [
-        _CONV2D_BACKPROP_INPUT(_shape_of(x), f, grad, **attrs),
-        _CONV2D_BACKPROP_FILTER(x, _shape_of(f), grad, **attrs),
-    ]
+class _ConvFamily:
+    """The gradients of a convolution and its two backprops, which are each other's: the
+    forward op's are the two backprops; each backprop's are the other backprop and the forward
+    op. Conv2D and DepthwiseConv2dNative differ only in their three ops and attributes; the
+    ops are filled in once they are defined (each op's definition names its gradient)."""
+
+    def __init__(self, keys: Sequence[str]) -> None:
+        self.keys = tuple(keys)
+        self.forward: OpDef
+        self.backprop_input: OpDef
+        self.backprop_filter: OpDef
+
+    def grad(self, op_: Operation, grad: Tensor) -> list[Any]:
+        x, f = op_.inputs
+        attrs = _same_attrs(op_, self.keys)
+        return [
+            self.backprop_input(_shape_of(x), f, grad, **attrs),
+            self.backprop_filter(x, _shape_of(f), grad, **attrs),
+        ]
+
+    def backprop_input_grad(self, op_: Operation, grad: Tensor) -> list[Any]:
+        _, f, dy = op_.inputs
+        attrs = _same_attrs(op_, self.keys)
+        return [
+            None,
+            self.backprop_filter(grad, _shape_of(f), dy, **attrs),
+            self.forward(grad, f, **attrs),
+        ]
+
+    def backprop_filter_grad(self, op_: Operation, grad: Tensor) -> list[Any]:
+        x, _, dy = op_.inputs
+        attrs = _same_attrs(op_, self.keys)
+        return [
+            self.backprop_input(_shape_of(x), grad, dy, **attrs),
+            None,
+            self.forward(x, grad, **attrs),
+        ]
 
 
-def _conv2d_backprop_input_grad(op_: Operation, grad: Tensor) -> list[Any]:
-    _, f, dy = op_.inputs
-    attrs = _same_attrs(op_, _CONV_KEYS)
-    return [
-        None,
-        _CONV2D_BACKPROP_FILTER(grad, _shape_of(f), dy, **attrs),
-        _CONV2D(grad, f, **attrs),
-    ]
-
-
-def _conv2d_backprop_filter_grad(op_: Operation, grad: Tensor) -> list[Any]:
-    x, _, dy = op_.inputs
-    attrs = _same_attrs(op_, _CONV_KEYS)
-    return [
-        _CONV2D_BACKPROP_INPUT(_shape_of(x), grad, dy, **attrs),
-        None,
-        _CONV2D(x, grad, **attrs),
-    ]
-
-
+_CONV_FAMILY = _ConvFamily(_CONV_KEYS)
 _CONV2D = OpDef(
     "Conv2D",
     inputs=["input: T", "filter: T"],
     attrs=_conv_attrs(),
     types={"T": FLOATS},
     shape=_conv_shape,
-    grad=_conv2d_grad,
+    grad=_CONV_FAMILY.grad,
     flops=_conv_flops,
 )
 _CONV2D_BACKPROP_INPUT = OpDef(
@@ -343,7 +354,7 @@ _CONV2D_BACKPROP_INPUT = OpDef(
     attrs=_conv_attrs(),
     types={"T": FLOATS},
     shape=_backprop_input_shape,
-    grad=_conv2d_backprop_input_grad,
+    grad=_CONV_FAMILY.backprop_input_grad,
     flops=_conv_flops,
 )
 _CONV2D_BACKPROP_FILTER = OpDef(
@@ -352,9 +363,12 @@ _CONV2D_BACKPROP_FILTER = OpDef(
     attrs=_conv_attrs(),
     types={"T": FLOATS},
     shape=_backprop_filter_shape,
-    grad=_conv2d_backprop_filter_grad,
+    grad=_CONV_FAMILY.backprop_filter_grad,
     flops=_conv_flops,
 )
+_CONV_FAMILY.forward = _CONV2D
+_CONV_FAMILY.backprop_input = _CONV2D_BACKPROP_INPUT
+_CONV_FAMILY.backprop_filter = _CONV2D_BACKPROP_FILTER
 
 
 def _sequence(value: Any, name: str, data_format: Any, op_name: str) -> list[int]:
@@ -662,34 +676,7 @@ def conv2d_transpose(
 _DEPTHWISE_KEYS = ("strides", "padding", "explicit_paddings", "data_format", "dilations")
 
 
-def _depthwise_grad(op_: Operation, grad: Tensor) -> list[Any]:
-    x, f = op_.inputs
-    attrs = _same_attrs(op_, _DEPTHWISE_KEYS)
-    return [
-        _DEPTHWISE_BACKPROP_INPUT(_shape_of(x), f, grad, **attrs),
-        _DEPTHWISE_BACKPROP_FILTER(x, _shape_of(f), grad, **attrs),
-    ]
-
-
-def _depthwise_backprop_input_grad(op_: Operation, grad: Tensor) -> list[Any]:
-    _, f, dy = op_.inputs
-    attrs = _same_attrs(op_, _DEPTHWISE_KEYS)
-    return [
-        None,
-        _DEPTHWISE_BACKPROP_FILTER(grad, _shape_of(f), dy, **attrs),
-        _DEPTHWISE(grad, f, **attrs),
-    ]
-
-
-def _depthwise_backprop_filter_grad(op_: Operation, grad: Tensor) -> list[Any]:
-    x, _, dy = op_.inputs
-    attrs = _same_attrs(op_, _DEPTHWISE_KEYS)
-    return [
-        _DEPTHWISE_BACKPROP_INPUT(_shape_of(x), grad, dy, **attrs),
-        None,
-        _DEPTHWISE(x, grad, **attrs),
-    ]
-
+_DEPTHWISE_FAMILY = _ConvFamily(_DEPTHWISE_KEYS)
 
 _DEPTHWISE = OpDef(
     "DepthwiseConv2dNative",
@@ -697,7 +684,7 @@ _DEPTHWISE = OpDef(
     attrs=_depthwise_attrs(),
     types={"T": FLOATS},
     shape=_conv_shape,
-    grad=_depthwise_grad,
+    grad=_DEPTHWISE_FAMILY.grad,
     flops=_depthwise_flops,
 )
 _DEPTHWISE_BACKPROP_INPUT = OpDef(
@@ -706,7 +693,7 @@ _DEPTHWISE_BACKPROP_INPUT = OpDef(
     attrs=_depthwise_attrs(),
     types={"T": FLOATS},
     shape=_backprop_input_shape,
-    grad=_depthwise_backprop_input_grad,
+    grad=_DEPTHWISE_FAMILY.backprop_input_grad,
     flops=_depthwise_flops,
 )
 _DEPTHWISE_BACKPROP_FILTER = OpDef(
@@ -715,9 +702,12 @@ _DEPTHWISE_BACKPROP_FILTER = OpDef(
     attrs=_depthwise_attrs(),
     types={"T": FLOATS},
     shape=_backprop_filter_shape,
-    grad=_depthwise_backprop_filter_grad,
+    grad=_DEPTHWISE_FAMILY.backprop_filter_grad,
     flops=_depthwise_flops,
 )
+_DEPTHWISE_FAMILY.forward = _DEPTHWISE
+_DEPTHWISE_FAMILY.backprop_input = _DEPTHWISE_BACKPROP_INPUT
+_DEPTHWISE_FAMILY.backprop_filter = _DEPTHWISE_BACKPROP_FILTER
 
 
 def _depthwise_call(
