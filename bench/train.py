@@ -303,11 +303,17 @@ def worker(lib: str, intra: int, inter: int, case: str, steps: int, kind: str) -
     for _ in range(3):  # warm up: allocations, cost estimates, caches
         step()
     times = []
+    cpu0 = time.process_time()
+    wall0 = time.perf_counter()
     for _ in range(steps):
         t0 = time.perf_counter()
         step()
         times.append(time.perf_counter() - t0)
-    return {"median_s": statistics.median(times), "loss": measure(), "steps": steps + 3}
+    # CPU seconds of every thread of the process per wall second of the steps: how many cores the
+    # setting really kept busy (a peer's "1 thread" may run its kernels on two).
+    cores = (time.process_time() - cpu0) / (time.perf_counter() - wall0)
+    return {"median_s": statistics.median(times), "loss": measure(), "steps": steps + 3,
+            "cores": cores}  # fmt: skip
 
 
 def _run_worker(lib: str, intra: int, inter: int, case: str, steps: int, kind: str) -> Any:

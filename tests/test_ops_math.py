@@ -944,3 +944,47 @@ def test_ops_computed_into_their_input_buffer_keep_the_library_fallbacks() -> No
     np.testing.assert_allclose(got[0], np.sin(x0.astype(np.float64)), atol=1e-6)
     np.testing.assert_allclose(got[1], np.cos(x0.astype(np.float64)), atol=1e-6)
     np.testing.assert_array_equal(got[2], _tf_floormod(x0, y0))
+
+
+@st.composite
+def _broadcast_pair_with_unknowns(draw: st.DrawFn) -> tuple[Any, ...]:
+    """Two shapes that broadcast, and each with some dimensions hidden (None) from the graph."""
+    rank = draw(st.integers(1, 3))
+    out = draw(st.lists(st.integers(1, 3), min_size=rank, max_size=rank))
+    shapes = []
+    for _ in range(2):
+        r = draw(st.integers(0, rank))
+        shapes.append(tuple(draw(st.sampled_from([d, 1])) for d in out[rank - r :]))
+    hidden = [tuple(None if draw(st.booleans()) else d for d in s) for s in shapes]
+    return shapes[0], shapes[1], hidden[0], hidden[1]
+
+
+@SETTINGS
+@given(pair=_broadcast_pair_with_unknowns(), which=st.sampled_from(["add", "multiply", "maximum"]))
+def test_broadcast_gradients_with_unknown_dimensions_match_the_static_ones(
+    pair: tuple[Any, ...], which: str
+) -> None:
+    # With every dimension known, the reduction axes of a broadcast gradient are decided in Python;
+    # hidden dimensions leave some of them to BroadcastGradientArgs at run time. Both must agree.
+    sx, sy, hx, hy = pair
+    rng = np.random.default_rng(len(sx) * 7 + len(sy))
+    xv, yv = rng.standard_normal(sx), rng.standard_normal(sy)
+    out_shape = np.broadcast_shapes(sx, sy)
+    v = rng.standard_normal(out_shape)
+    results = []
+    for shx, shy in ((sx, sy), (hx, hy)):
+        with ow.Graph().as_default(), ow.Session() as sess:
+            x = ow.placeholder(ow.float64, shape=shx)
+            y = ow.placeholder(ow.float64, shape=shy)
+            z = getattr(ow, which)(x, y)
+            gx, gy = ow.gradients(ow.reduce_sum(z * v), [x, y])
+            results.append(sess.run([gx, gy], {x: xv, y: yv}))
+    (sgx, sgy), (hgx, hgy) = results
+    assert sgx.shape == sx and sgy.shape == sy
+    np.testing.assert_allclose(hgx, sgx, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(hgy, sgy, rtol=1e-12, atol=1e-12)
+    if which == "add":  # each input's gradient is v summed over the axes it was broadcast along
+        lead = len(out_shape) - len(sx)
+        want = v.sum(axis=tuple(range(lead))) if lead else v
+        want = want.sum(axis=tuple(i for i, d in enumerate(sx) if d == 1), keepdims=True)
+        np.testing.assert_allclose(sgx, want.reshape(sx), rtol=1e-12, atol=1e-12)

@@ -835,6 +835,41 @@ def test_intermediates_that_are_fetched_fed_or_read_elsewhere_are_not_fused() ->
         np.testing.assert_allclose(got_y, np.maximum(want_pre, 0), rtol=1e-12)
 
 
+def test_a_training_step_fuses_its_dense_layers() -> None:
+    # The gradient of `x W + b` sums over the batch axis of b only, decided from the static
+    # shapes: nothing reads the product's Shape, so the product, the bias add and the Relu
+    # stay one _FusedMatMul in the training step (and the step still learns).
+    rng = np.random.default_rng(4)
+    xv = rng.uniform(-1, 1, (32, 12)).astype(np.float32)
+    yv = np.eye(3, dtype=np.float32)[rng.integers(0, 3, 32)]
+    with ow.Graph().as_default() as g:
+        x = ow.placeholder(ow.float32, shape=(None, 12), name="x")
+        y = ow.placeholder(ow.float32, shape=(None, 3), name="y")
+        w1 = ow.Variable(rng.uniform(-0.5, 0.5, (12, 16)).astype(np.float32))
+        b1 = ow.Variable(np.zeros(16, np.float32))
+        w2 = ow.Variable(rng.uniform(-0.5, 0.5, (16, 3)).astype(np.float32))
+        h = ow.nn.relu(ow.matmul(x, w1, name="mm1") + b1, name="act1")
+        logits = ow.matmul(h, w2, name="mm2")
+        loss = ow.reduce_mean(
+            ow.nn.softmax_cross_entropy_with_logits_v2(labels=y, logits=logits)
+        )
+        step = ow.train.GradientDescentOptimizer(0.5).minimize(loss)
+        init = ow.global_variables_initializer()
+    shape_readers = [
+        c.name for c in g.get_tensor_by_name("mm1:0").consumers() if c.type != "Add"
+    ]
+    assert shape_readers == []
+    with ow.Session(graph=g, config=config()) as sess:
+        sess.run(init)
+        first = sess.run(loss, {x: xv, y: yv})
+        _, meta = traced(sess, step, {x: xv, y: yv})
+        assert graph_nodes(meta)["act1"]["op"] == "_FusedMatMul"
+        assert ran(meta)["act1"].original_nodes == ["act1", "mm1", "add"]
+        for _ in range(20):
+            sess.run(step, {x: xv, y: yv})
+        assert sess.run(loss, {x: xv, y: yv}) < 0.8 * first
+
+
 @pytest.mark.parametrize("batch", [1, 2, 50])
 def test_a_variable_updated_between_runs_is_repacked(batch: int) -> None:
     # The fused kernel keeps the weight packed between runs: a stale copy would be a silent wrong

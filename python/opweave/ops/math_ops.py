@@ -123,11 +123,66 @@ def _fully_known_equal(a: Shape, b: Shape) -> bool:
     return a is not None and a == b and all(d is not None for d in a)
 
 
+def static_reduction_axes(
+    s: Shape, out: Shape, others: Sequence[Shape] | None = None
+) -> tuple[list[int], list[int]] | None:
+    """The axes to sum a gradient of shape ``out`` over to undo its broadcast from shape ``s``,
+    decided from static shapes: ``(leading, inner)`` -- the axes ``s`` lacks (dropped) and those
+    where it is 1 (kept) -- or None when unknown dimensions leave it open.
+
+    ``others`` are the shapes of the operands broadcast with ``s`` (None: not known), which
+    settle an unknown dimension of ``s``: where every other operand lacks the axis or has 1
+    there, ``s`` gave the output its extent and is not reduced. TensorFlow's gradients decide
+    this the same way (``SmartBroadcastGradientArgs``), so that a training graph reads no
+    ``Shape`` of the forward activations: a MatMul whose only reader is the bias add fuses.
+
+    >>> static_reduction_axes((512,), (None, 512), [(None, 512)])
+    ([0], [])
+    >>> static_reduction_axes((None, 512), (None, 512), [(512,)])
+    ([], [])
+    >>> static_reduction_axes((None, 1), (None, 8), [(None, 8)]) is None
+    True
+    """
+    if s is None or out is None or len(s) > len(out):
+        return None
+    lead = len(out) - len(s)
+    inner: list[int] = []
+    for i, d in enumerate(s):
+        axis = lead + i
+        if d == 1:
+            # Summing over an axis that was 1 all along is a copy: safe whatever `out` is there.
+            if out[axis] != 1:
+                inner.append(axis)
+        elif d is None:
+            if others is None:
+                return None
+            for o in others:
+                if o is None:
+                    return None
+                j = axis - (len(out) - len(o))
+                if j >= 0 and o[j] != 1:
+                    return None  # unknown or > 1: s may be 1 there and broadcast
+    return list(builtins.range(lead)), inner
+
+
+def _sum_to(grad: Tensor, axes: tuple[list[int], list[int]]) -> Tensor:
+    """``grad`` summed over static ``(leading, inner)`` axes (see static_reduction_axes)."""
+    lead, inner = axes
+    if lead:
+        grad = reduce_sum(grad, lead)
+    if inner:
+        grad = reduce_sum(grad, [a - len(lead) for a in inner], keepdims=True)
+    return grad
+
+
 def unbroadcast(grad: Tensor, x: Tensor, rx: Any = None) -> Tensor:
     """``grad`` (of a broadcast result) summed back to the shape of input ``x``."""
     if _fully_known_equal(grad._shape, x._shape):
         return grad
     if rx is None:
+        axes = static_reduction_axes(x._shape, grad._shape)
+        if axes is not None:
+            return _sum_to(grad, axes)
         rx, _ = broadcast_gradient_args(shape(x), shape(grad))
     return reshape(reduce_sum(grad, rx), shape(x))
 
@@ -137,6 +192,14 @@ def _binary_grads(op_: Operation, gx: Tensor | None, gy: Tensor | None) -> list[
     x, y = op_.inputs
     if _fully_known_equal(x._shape, y._shape):
         return [gx, gy]
+    out = op_.outputs[0]._shape
+    ax = static_reduction_axes(x._shape, out, [y._shape])
+    ay = static_reduction_axes(y._shape, out, [x._shape])
+    if ax is not None and ay is not None:
+        return [
+            None if gx is None else _sum_to(gx, ax),
+            None if gy is None else _sum_to(gy, ay),
+        ]
     rx, ry = broadcast_gradient_args(shape(x), shape(y))
     return [
         None if gx is None else reshape(reduce_sum(gx, rx), shape(x)),
@@ -876,15 +939,7 @@ def _batch_matmul_grad(op_: Operation, grad: Tensor) -> list[Any]:
         gx = matmul(y, grad, adjoint_a=True, adjoint_b=True)
         gy = matmul(grad, x, adjoint_a=True, adjoint_b=True)
     # Batch dimensions that were broadcast are summed back.
-    return [_unbroadcast_batch(gx, x), _unbroadcast_batch(gy, y)]
-
-
-def _unbroadcast_batch(g: Tensor, x: Tensor) -> Tensor:
-    if _fully_known_equal(g._shape, x._shape):
-        return g
-    sx = shape(x)
-    rx, _ = broadcast_gradient_args(sx, shape(g))
-    return reshape(reduce_sum(g, rx), sx)
+    return [unbroadcast(gx, x), unbroadcast(gy, y)]
 
 
 _MATMUL = OpDef(
