@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "opweave/executor/kernel_registry.h"
+#include "opweave/kernels/conv_direct.h"
 #include "opweave/kernels/conv_packing.h"
 #include "opweave/kernels/gemm.h"
 #include "opweave/kernels/kernel_util.h"
@@ -101,6 +102,7 @@ void conv2d_forward(const T* x, const T* f, T* y, const ConvDims& d, ThreadPool*
     return;
   }
   const PatchGeometry g = forward_patches(d);
+  if (gemm_detail::conv_direct<T>(g, x, f, d.out_c, y, d.out_c, pool)) return;
   gemm_detail::gemm_sourced<T>(m, d.out_c, k, PatchSource<T>(x, g), filter, y, d.out_c, pool,
                                d.in_c);
 }
@@ -158,8 +160,10 @@ void conv2d_backprop_input(const T* dy, const T* f, T* dx, const ConvDims& d, Th
         phase_out.resize(static_cast<std::size_t>(m * ci_n));
         out = phase_out.data();
       }
-      gemm_detail::gemm_sourced<T>(m, ci_n, k, PatchSource<T>(dy, g),
-                                   StridedSource<T>({b.data(), ci_n, 1}), out, ci_n, pool, co_n);
+      if (!gemm_detail::conv_direct<T>(g, dy, b.data(), ci_n, out, ci_n, pool)) {
+        gemm_detail::gemm_sourced<T>(m, ci_n, k, PatchSource<T>(dy, g),
+                                     StridedSource<T>({b.data(), ci_n, 1}), out, ci_n, pool, co_n);
+      }
       if (one_phase) continue;
       // Scatter the phase's rows to their places in dx.
       const std::int64_t gh = g.grid_h, gw = g.grid_w;
@@ -224,6 +228,7 @@ template <typename T>
 void conv2d_backprop_filter(const T* x, const T* dy, T* df, const ConvDims& d, ThreadPool* pool) {
   const std::int64_t m = d.batch * d.out_h * d.out_w, k = d.k_h * d.k_w * d.in_c, co_n = d.out_c;
   const PatchGeometry g = forward_patches(d);
+  if (gemm_detail::conv_direct_transposed<T>(g, x, dy, co_n, df, co_n, pool)) return;
   const PatchSource<T> patches(x, g);
   const std::int64_t slices = std::min(kMaxSlices, m / kSliceMinPixels);
   if (k > kSlicedMaxRows || co_n > kSlicedMaxCols || slices < 2) {

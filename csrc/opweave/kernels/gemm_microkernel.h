@@ -32,6 +32,28 @@ using MicroKernelGemvFn = void (*)(int m, std::int64_t cols, std::int64_t kc, co
                                    std::int64_t ars, std::int64_t aks, const T* b, std::int64_t brs,
                                    std::int64_t bps, T* c, std::int64_t ldc, bool accumulate);
 
+// The runs kernel's arguments (gemm_runs.h): C[rows x NR] (+)= sum over runs r < nruns and steps
+// p < len of A(i, r, p) * B(r, p, j), A(i, r, p) = row_i[a_off[r] + p * lda] with row_i =
+// a_rows[i] (rows pointers) or a_base + i (when a_rows is null), B(r, p, j) = b_run[r][p * ldb + j]
+// (NR readable values per step), C's rows at c_rows[i], or c + i * ldc when c_rows is null.
+// 1 <= rows <= MR.
+template <typename T>
+struct RunsArgs {
+  int rows = 0;
+  const T* const* a_rows = nullptr;
+  const T* a_base = nullptr;
+  const std::int64_t* a_off = nullptr;
+  const T* const* b_run = nullptr;
+  std::int64_t nruns = 0, len = 0, lda = 0, ldb = 0;
+  T* c = nullptr;
+  std::int64_t ldc = 0;
+  T* const* c_rows = nullptr;
+  bool accumulate = false;
+};
+
+template <typename T>
+using MicroKernelRunsFn = void (*)(const RunsArgs<T>& args);
+
 template <typename T>
 struct MicroKernel {
   int mr;  // rows of the register tile
@@ -43,6 +65,7 @@ struct MicroKernel {
   const char* isa;
   MicroKernelRowsFn<T> fn_rows = nullptr;  // optional
   MicroKernelGemvFn<T> fn_gemv = nullptr;  // optional
+  MicroKernelRunsFn<T> fn_runs = nullptr;  // optional (direct convolutions)
 };
 
 MicroKernel<float> portable_kernel_f32();

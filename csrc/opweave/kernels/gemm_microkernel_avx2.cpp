@@ -9,6 +9,7 @@
 
 #include "opweave/kernels/gemm_gemv.h"
 #include "opweave/kernels/gemm_microkernel.h"
+#include "opweave/kernels/gemm_runs.h"
 
 namespace opweave::gemm_detail {
 namespace {
@@ -159,16 +160,19 @@ void gemv_f64(int m, std::int64_t cols, std::int64_t kc, const double* a, std::i
   gemv::dispatch<SimdF64, 16>(m, cols, kc, a, ars, aks, b, brs, bps, c, ldc, accumulate);
 }
 
+void runs_f32(const RunsArgs<float>& x) { runs::dispatch<SimdF32>(x); }
+void runs_f64(const RunsArgs<double>& x) { runs::dispatch<SimdF64>(x); }
+
 }  // namespace
 
 // KC=256: a 256 x 16 float B micro-panel is 16 KiB, a third of the 48 KiB L1d. MC=144 floats x
 // 256 = 144 KiB of packed A stays in L2. NC=4080 (a multiple of 16 and of 6*... near 4K) bounds the
 // B panel at 4 MiB, kept in L3.
 MicroKernel<float> avx2_kernel_f32() {
-  return {6, 16, 256, 144, 4080, &kernel_f32_6x16, "avx2+fma", nullptr, &gemv_f32};
+  return {6, 16, 256, 144, 4080, &kernel_f32_6x16, "avx2+fma", nullptr, &gemv_f32, &runs_f32};
 }
 MicroKernel<double> avx2_kernel_f64() {
-  return {6, 8, 256, 72, 4080, &kernel_f64_6x8, "avx2+fma", nullptr, &gemv_f64};
+  return {6, 8, 256, 72, 4080, &kernel_f64_6x8, "avx2+fma", nullptr, &gemv_f64, &runs_f64};
 }
 
 }  // namespace opweave::gemm_detail
