@@ -30,6 +30,10 @@
 #include "opweave/kernels/gemm_microkernel.h"
 #include "opweave/parallel_for.h"
 
+#if defined(__SSE2__)
+#include <xmmintrin.h>
+#endif
+
 namespace opweave::gemm_detail {
 namespace {
 
@@ -104,10 +108,74 @@ void pack_a(const StridedMatrix<T>& a, std::int64_t m, std::int64_t i0, std::int
   }
 }
 
+// dst[q * ld_dst + j] = src[j * ld_src + q] for q, j < 8: a block of a column-major operand into
+// rows of a panel. With SSE (every x86-64) float blocks move as four 4 x 4 register transposes;
+// elsewhere, and for double, through a local block that the compiler keeps in registers.
+template <typename T>
+inline void transpose_8x8(const T* src, std::int64_t ld_src, T* dst, std::int64_t ld_dst) {
+#if defined(__SSE2__)
+  if constexpr (std::is_same_v<T, float>) {
+    for (int jb = 0; jb < 8; jb += 4) {
+      for (int qb = 0; qb < 8; qb += 4) {
+        __m128 r0 = _mm_loadu_ps(src + (jb + 0) * ld_src + qb);
+        __m128 r1 = _mm_loadu_ps(src + (jb + 1) * ld_src + qb);
+        __m128 r2 = _mm_loadu_ps(src + (jb + 2) * ld_src + qb);
+        __m128 r3 = _mm_loadu_ps(src + (jb + 3) * ld_src + qb);
+        _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+        _mm_storeu_ps(dst + (qb + 0) * ld_dst + jb, r0);
+        _mm_storeu_ps(dst + (qb + 1) * ld_dst + jb, r1);
+        _mm_storeu_ps(dst + (qb + 2) * ld_dst + jb, r2);
+        _mm_storeu_ps(dst + (qb + 3) * ld_dst + jb, r3);
+      }
+    }
+    return;
+  }
+#endif
+  T block[8][8];
+  for (int j = 0; j < 8; ++j) {
+    for (int q = 0; q < 8; ++q) block[q][j] = src[j * ld_src + q];
+  }
+  for (int q = 0; q < 8; ++q) {
+    for (int j = 0; j < 8; ++j) dst[q * ld_dst + j] = block[q][j];
+  }
+}
+
+// Copies the NR values of one micro-panel row: a constant size, so two or four vector moves
+// inline rather than a call to memcpy per row.
+template <typename T>
+inline void copy_panel_row(const T* src, int nr, T* dst) {
+  switch (nr) {
+    case 32:
+      std::memcpy(dst, src, sizeof(T) * 32);
+      break;
+    case 16:
+      std::memcpy(dst, src, sizeof(T) * 16);
+      break;
+    case 8:
+      std::memcpy(dst, src, sizeof(T) * 8);
+      break;
+    default:
+      std::memcpy(dst, src, sizeof(T) * static_cast<std::size_t>(nr));
+  }
+}
+
 // Packs NR-column micro-panels [jp0, jp1) of B[p0:p0+kc, j0:j0+nc]; columns past n are zero.
 template <typename T>
 void pack_b(const StridedMatrix<T>& b, std::int64_t n, std::int64_t j0, std::int64_t p0,
             std::int64_t kc, int nr, std::int64_t jp0, std::int64_t jp1, T* bpack) {
+  // Row-major B: each row of the block is read once, front to back, and dealt out to the panels
+  // (which stay in L2): reading panel by panel instead fetched NR values from every row, rows
+  // a whole B row apart, and spent a third of a batch-50 product's time (50 x 3136 x 1024).
+  const std::int64_t full_end = std::min(jp1, (n - j0) / nr);  // panels without padding
+  if (b.cs == 1 && full_end > jp0) {
+    for (std::int64_t p = 0; p < kc; ++p) {
+      const T* src = b.data + (p0 + p) * b.rs + j0;
+      for (std::int64_t jp = jp0; jp < full_end; ++jp) {
+        copy_panel_row(src + jp * nr, nr, bpack + jp * nr * kc + p * nr);
+      }
+    }
+    jp0 = full_end;
+  }
   for (std::int64_t jp = jp0; jp < jp1; ++jp) {
     const std::int64_t jr = jp * nr;
     const std::int64_t cols = std::min<std::int64_t>(nr, n - (j0 + jr));
@@ -123,14 +191,7 @@ void pack_b(const StridedMatrix<T>& b, std::int64_t n, std::int64_t j0, std::int
       std::int64_t p = 0;
       for (; p + 8 <= kc; p += 8) {
         for (int j0 = 0; j0 < nr; j0 += 8) {
-          T block[8][8];
-          for (int j = 0; j < 8; ++j) {
-            const T* col = src + (j0 + j) * b.cs + p;
-            for (int q = 0; q < 8; ++q) block[q][j] = col[q];
-          }
-          for (int q = 0; q < 8; ++q) {
-            for (int j = 0; j < 8; ++j) dst[(p + q) * nr + j0 + j] = block[q][j];
-          }
+          transpose_8x8(src + j0 * b.cs + p, b.cs, dst + p * nr + j0, nr);
         }
       }
       for (; p < kc; ++p) {
