@@ -835,6 +835,62 @@ def test_intermediates_that_are_fetched_fed_or_read_elsewhere_are_not_fused() ->
         np.testing.assert_allclose(got_y, np.maximum(want_pre, 0), rtol=1e-12)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_conv_layers_fuse_into_one_node_each_with_the_unfused_bits(dtype: Any) -> None:
+    rng = np.random.default_rng(8)
+    f1 = rng.uniform(-0.5, 0.5, (3, 3, 3, 12)).astype(dtype)
+    f2 = rng.uniform(-0.3, 0.3, (5, 5, 12, 9)).astype(dtype)
+    f3 = rng.uniform(-0.3, 0.3, (2, 2, 9, 40)).astype(dtype)
+    b1 = rng.uniform(-0.5, 0.5, 12).astype(dtype)
+    b2 = rng.uniform(-0.5, 0.5, 9).astype(dtype)
+    with ow.Graph().as_default() as g:
+        x = ow.placeholder(dtype, shape=(None, 11, 10, 3), name="x")
+        h = ow.nn.conv2d(x, f1, strides=[1, 1, 1, 1], padding="SAME", name="conv1")
+        h = ow.nn.relu(ow.nn.bias_add(h, b1), name="act1")
+        h = ow.nn.conv2d(h, f2, strides=[1, 2, 2, 1], padding="SAME", name="conv2")
+        h = ow.nn.relu6(ow.add(h, b2, name="add2"), name="act2")
+        h = ow.nn.conv2d(h, f3, strides=[1, 1, 1, 1], padding="VALID", name="conv3")
+        y = ow.tanh(h, name="act3")
+        nchw = ow.nn.relu(
+            ow.nn.conv2d(ow.transpose(x, [0, 3, 1, 2]), f1, [1, 1, 1, 1], "SAME",
+                         data_format="NCHW", name="conv_nchw"),
+            name="act_nchw",
+        )  # fmt: skip
+    xv = rng.uniform(-1, 1, (4, 11, 10, 3)).astype(dtype)
+    results = []
+    for cfg in (config(), config(remapping=ow.RewriterConfig.OFF), l0()):
+        with ow.Session(graph=g, config=cfg) as sess:
+            (out, out_nchw), meta = traced(sess, [y, nchw], {x: xv})
+            results.append((out, out_nchw))
+            nodes, stats = graph_nodes(meta), ran(meta)
+            fused = {n for n, d in nodes.items() if d["op"] == "_FusedConv2D"}
+            if len(results) == 1:
+                assert fused == {"act1", "act2", "act3"}
+                assert stats["act1"].original_nodes == ["act1", "conv1", "BiasAdd"]
+                assert stats["act2"].original_nodes == ["act2", "conv2", "add2"]
+                assert stats["act3"].original_nodes == ["act3", "conv3"]
+                assert nodes["act2"]["attr"]["fused_ops"] == ["BiasAdd", "Relu6"]
+                assert nodes["conv_nchw"]["op"] == "Conv2D"  # only NHWC convolutions fuse
+                # FLOPs: the convolution's, plus one per output element for each fused op.
+                assert stats["act3"].flops == 2 * 4 * 5 * 4 * 40 * 2 * 2 * 9 + 4 * 5 * 4 * 40
+            else:
+                assert fused == set()
+    for other in results[1:]:
+        np.testing.assert_array_equal(results[0][0], other[0])
+        np.testing.assert_array_equal(results[0][1], other[1])
+
+
+def test_a_conv_fused_into_its_activation_names_itself_in_errors() -> None:
+    with ow.Graph().as_default() as g:
+        x = ow.placeholder(ow.float32, shape=(None, 6, 6, None), name="x")
+        f = ow.constant(np.ones((3, 3, 2, 4), np.float32))
+        y = ow.nn.relu(ow.nn.conv2d(x, f, [1, 1, 1, 1], "SAME", name="convx"), name="y")
+    with ow.Session(graph=g, config=config()) as sess:
+        with pytest.raises(ow.errors.InvalidArgumentError, match="Conv2D 'convx'.*fused") as err:
+            sess.run(y, {x: np.ones((1, 6, 6, 3), np.float32)})
+        assert "depth" in str(err.value)
+
+
 def test_a_training_step_fuses_its_dense_layers() -> None:
     # The gradient of `x W + b` sums over the batch axis of b only, decided from the static
     # shapes: nothing reads the product's Shape, so the product, the bias add and the Relu

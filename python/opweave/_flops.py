@@ -32,14 +32,18 @@ def op_flops(
     >>> op_flops("_FusedMatMul", {"fused_ops": ["BiasAdd", "Relu"]}, [(4, 3), (3, 5), (5,)],
     ...          [(4, 5)])
     160
+    >>> op_flops("_FusedConv2D", {"fused_ops": ["Relu"]}, [(1, 4, 4, 2), (3, 3, 2, 5)],
+    ...          [(1, 4, 4, 5)])
+    2960
     """
-    if op == "_FusedMatMul":
-        # The graph optimizer's fused MatMul (no OpDef): the MatMul's count plus one per output
+    fused = {"_FusedMatMul": "MatMul", "_FusedConv2D": "Conv2D"}.get(op)
+    if fused is not None:
+        # The graph optimizer's fused ops (no OpDef): the product's count plus one per output
         # element for each fused op, as the nodes it replaced counted.
-        matmul = op_flops("MatMul", attrs, input_shapes[:2], output_shapes)
-        if matmul is None:
+        product = op_flops(fused, attrs, input_shapes[:2], output_shapes)
+        if product is None:
             return None
-        return matmul + len(attrs.get("fused_ops", ())) * _numel(output_shapes[0])
+        return product + len(attrs.get("fused_ops", ())) * _numel(output_shapes[0])
     definition = REGISTRY.get(op)
     if definition is None or definition.flops is None or not output_shapes:
         return None

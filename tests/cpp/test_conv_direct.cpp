@@ -148,6 +148,9 @@ std::vector<Case> cases() {
       {2, 10, 13, 12, 3, 2, 2, 3, 1, 1, 1, 0, 5, 4, 20},    // strides, VALID-ish along w
       {1, 12, 12, 9, 3, 3, 1, 1, 2, 2, 2, 2, 12, 12, 33},   // dilation
       {2, 5, 6, 16, 5, 5, 1, 1, 1, 1, 4, 4, 9, 10, 16},     // padding wider than the image
+      {1, 4, 4, 8, 3, 3, 1, 1, 1, 1, 5, 5, 12, 12, 16},     // outputs no tap reaches
+      {2, 9, 9, 2, 3, 3, 1, 1, 1, 1, 1, 1, 9, 9, 8},        // runs of whole filter rows (6)
+      {1, 9, 10, 4, 3, 3, 1, 1, 1, 2, 1, 2, 9, 10, 32},     // dilated taps: runs of one tap
       {4, 7, 7, 1, 5, 5, 1, 1, 1, 1, 2, 2, 7, 7, 32},       // one channel (a first layer)
       {2, 8, 9, 3, 3, 3, 2, 1, 1, 1, 1, 1, 4, 9, 40},       // three channels
       {1, 6, 6, 24, 1, 1, 2, 2, 1, 1, 0, 0, 3, 3, 70},      // 1x1, stride 2

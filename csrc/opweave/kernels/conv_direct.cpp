@@ -25,10 +25,11 @@ const MicroKernel<double>& kernel<double>() {
   return best_kernel_f64();
 }
 
-// A forward run is one tap's channels: with fewer than this many the kernel's per-run set-up (a
-// B pointer, an offset) costs more than its few steps, and the patch GEMM (whose K loop runs over
-// all taps at once) is faster: a first layer's 1 or 3 channels.
-constexpr std::int64_t kMinRunChannels = 8;
+// A forward run is one row of a pixel's window (or one tap's channels, when dilation spaces the
+// taps of a row): with fewer steps than this the kernel's per-run set-up (a B pointer, an offset)
+// costs more than the steps, and the patch GEMM (whose K loop runs over all taps at once) is
+// faster: a 3x3 filter over one channel.
+constexpr std::int64_t kMinRunSteps = 4;
 // A forward tile sums over its taps in K blocks of at most this many steps (whole taps), whose
 // B stays in L1 (128 x 32 floats: 16 KiB) while the kBlockTiles tiles of a block read it.
 constexpr std::int64_t kGroupSteps = 128;
@@ -183,9 +184,17 @@ bool conv_direct(const PatchGeometry& g, const T* image, const T* b, std::int64_
                  std::int64_t ldc, ThreadPool* pool, const Epilogue<T>& ep) {
   const MicroKernel<T>& uk = kernel<T>();
   const std::int64_t ch = g.channels, m = g.rows(), k = g.cols();
-  if (uk.fn_runs == nullptr || ch < kMinRunChannels || m <= 0 || n <= 0 || k <= 0) return false;
+  if (uk.fn_runs == nullptr || m <= 0 || n <= 0 || k <= 0) return false;
   const std::int64_t taps_w = static_cast<std::int64_t>(g.off_w.size());
   const std::int64_t taps = static_cast<std::int64_t>(g.off_h.size()) * taps_w;
+  // Taps of a filter row whose pixels are neighbours (no dilation along w) are one run: their
+  // channels follow each other in the image, and their rows of B in the packed panel.
+  bool adjacent = true;
+  for (std::int64_t tw = 1; tw < taps_w; ++tw) {
+    adjacent = adjacent && g.off_w[static_cast<std::size_t>(tw)] ==
+                               g.off_w[static_cast<std::size_t>(tw - 1)] + 1;
+  }
+  if ((adjacent ? taps_w : 1) * ch < kMinRunSteps) return false;
   const int mr = uk.mr, nr = uk.nr;
   const std::int64_t panels = (n + nr - 1) / nr;
   // B in NR-column panels, zero-padded: tap t of panel q is ch x NR values from
@@ -209,12 +218,14 @@ bool conv_direct(const PatchGeometry& g, const T* image, const T* b, std::int64_
       static_cast<double>(ch * nr));
   const AxisClasses rows_cls = axis_classes(g.height, g.grid_h, g.stride_h, g.off_h);
   const AxisClasses cols_cls = axis_classes(g.width, g.grid_w, g.stride_w, g.off_w);
-  // Per pixel class (row class x column class): its taps' indices and their offsets in the image
-  // from its first tap's (every tap of the class lies inside the image for every pixel of it, so
-  // no padding is ever read), its pixel count, and the tiles it makes (the first tile of class cl
-  // is tile first_tile[cl]).
+  // Per pixel class (row class x column class): its runs (each a row of its box of taps, or one
+  // tap) -- the first tap of each and its offset in the image from the class's first tap's (every
+  // tap of the class lies inside the image for every pixel of it, so no padding is ever read) --
+  // the steps of a run, its pixel count, and the tiles it makes (the first tile of class cl is
+  // tile first_tile[cl]).
   struct PixelClass {
     std::vector<std::int64_t> a_off, tap;
+    std::int64_t len = 0;
     std::int64_t first_h = 0, first_w = 0;  // the first tap's offsets
     std::int64_t rows = 0, cols = 0, count = 0, first_tile = 0;
     const std::vector<std::int64_t>* row_members = nullptr;
@@ -230,8 +241,10 @@ bool conv_direct(const PatchGeometry& g, const T* image, const T* b, std::int64_
         cl.first_h = g.off_h[static_cast<std::size_t>(rh.lo)];
         cl.first_w = g.off_w[static_cast<std::size_t>(rw.lo)];
       }
+      const std::int64_t per_run = adjacent ? rw.hi - rw.lo : 1;
+      cl.len = per_run * ch;
       for (std::int64_t th = rh.lo; th < rh.hi; ++th) {
-        for (std::int64_t tw = rw.lo; tw < rw.hi; ++tw) {
+        for (std::int64_t tw = rw.lo; tw < rw.hi; tw += per_run) {
           cl.tap.push_back(th * taps_w + tw);
           cl.a_off.push_back(((g.off_h[static_cast<std::size_t>(th)] - cl.first_h) * g.width +
                               g.off_w[static_cast<std::size_t>(tw)] - cl.first_w) *
@@ -248,10 +261,9 @@ bool conv_direct(const PatchGeometry& g, const T* image, const T* b, std::int64_
       classes.push_back(std::move(cl));
     }
   }
-  // K blocks: groups of taps whose B (group x ch x NR) stays in L1 while the tiles of a block
-  // read it, as the GEMM's KC x NR micro-panel does; each tile adds its groups' sums to C in
-  // order. Blocks: runs of tiles of one class, which share their taps.
-  const std::int64_t group_taps = std::max<std::int64_t>(1, kGroupSteps / ch);
+  // K blocks: groups of runs whose B (steps x NR) stays in L1 while the tiles of a block read it,
+  // as the GEMM's KC x NR micro-panel does; each tile adds its groups' sums to C in order.
+  // Blocks: runs of tiles of one class, which share their taps.
   std::vector<std::int64_t> block_first;  // tile index starting each block
   for (std::size_t cl = 0; cl < classes.size(); ++cl) {
     const std::int64_t end_tile = cl + 1 < classes.size() ? classes[cl + 1].first_tile : tiles;
@@ -297,7 +309,10 @@ bool conv_direct(const PatchGeometry& g, const T* image, const T* b, std::int64_
               c_rows[tt][i] = c + ((img_n * g.grid_h + gi) * g.grid_w + gj) * ldc;
             }
           }
-          const std::int64_t ntaps = static_cast<std::int64_t>(cl.tap.size());
+          const std::int64_t nruns = static_cast<std::int64_t>(cl.tap.size());
+          // (A class without taps has runs of no steps: one empty group writes its zeros.)
+          const std::int64_t group =
+              cl.len > 0 ? std::max<std::int64_t>(1, kGroupSteps / cl.len) : 1;
           b_run.resize(cl.tap.size());
           for (std::int64_t q = 0; q < panels; ++q) {
             for (std::size_t u = 0; u < cl.tap.size(); ++u) {
@@ -306,7 +321,7 @@ bool conv_direct(const PatchGeometry& g, const T* image, const T* b, std::int64_
             const std::int64_t cols = std::min<std::int64_t>(nr, n - q * nr);
             const bool whole = cols == nr;
             // A class without taps (every tap in the padding) still writes its zeros.
-            for (std::int64_t u0 = 0; u0 < std::max<std::int64_t>(ntaps, 1); u0 += group_taps) {
+            for (std::int64_t u0 = 0; u0 < std::max<std::int64_t>(nruns, 1); u0 += group) {
               for (int tt = 0; tt < ntiles; ++tt) {
                 T* outs[16];
                 for (int i = 0; i < counts[tt]; ++i) {
@@ -317,8 +332,8 @@ bool conv_direct(const PatchGeometry& g, const T* image, const T* b, std::int64_
                 x.a_rows = rows[tt];
                 x.a_off = cl.a_off.data() + u0;
                 x.b_run = b_run.data() + u0;
-                x.nruns = std::min(group_taps, ntaps - u0);
-                x.len = ch;
+                x.nruns = std::min(group, nruns - u0);
+                x.len = cl.len;
                 x.lda = 1;
                 x.ldb = nr;
                 x.c_rows = outs;

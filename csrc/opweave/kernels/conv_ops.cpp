@@ -23,6 +23,7 @@
 #include "opweave/executor/kernel_registry.h"
 #include "opweave/kernels/conv_direct.h"
 #include "opweave/kernels/conv_packing.h"
+#include "opweave/kernels/fused_util.h"
 #include "opweave/kernels/gemm.h"
 #include "opweave/kernels/kernel_util.h"
 #include "opweave/kernels/window_util.h"
@@ -91,20 +92,21 @@ PatchGeometry forward_patches(const ConvDims& d) {
 }
 
 template <typename T>
-void conv2d_forward(const T* x, const T* f, T* y, const ConvDims& d, ThreadPool* pool) {
+void conv2d_forward(const T* x, const T* f, T* y, const ConvDims& d, ThreadPool* pool,
+                    const gemm_detail::Epilogue<T>& ep = {}) {
   const std::int64_t m = d.batch * d.out_h * d.out_w, k = d.k_h * d.k_w * d.in_c;
   const StridedSource<T> filter({f, d.out_c, 1});
   if (d.k_h == 1 && d.k_w == 1 && d.stride_h == 1 && d.stride_w == 1 && d.out_h == d.in_h &&
       d.out_w == d.in_w && d.pad_top == 0 && d.pad_left == 0) {
     // The patch matrix is the NHWC input itself: a plain GEMM, its rows read in place.
     gemm_detail::gemm_sourced<T>(m, d.out_c, k, StridedSource<T>({x, d.in_c, 1}), filter, y,
-                                 d.out_c, pool);
+                                 d.out_c, pool, 1, ep);
     return;
   }
   const PatchGeometry g = forward_patches(d);
-  if (gemm_detail::conv_direct<T>(g, x, f, d.out_c, y, d.out_c, pool)) return;
+  if (gemm_detail::conv_direct<T>(g, x, f, d.out_c, y, d.out_c, pool, ep)) return;
   gemm_detail::gemm_sourced<T>(m, d.out_c, k, PatchSource<T>(x, g), filter, y, d.out_c, pool,
-                               d.in_c);
+                               d.in_c, ep);
 }
 
 std::int64_t floor_mod(std::int64_t a, std::int64_t b) {
@@ -538,9 +540,55 @@ struct DepthwiseFilterGrad {
   }
 };
 
+// _FusedConv2D(input, filter[, bias]) (optimizer/remapping.cpp makes it): Conv2D, NHWC, whose
+// epilogue -- the bias of a BiasAdd or Add, then an activation (fused_ops, as _FusedMatMul's) --
+// is applied to each tile of the output while it is in cache: the same sums, then each op's own
+// formula, so the bits of the unfused nodes. Errors name the Conv2D as written (conv_name).
+KernelDef fused_conv_kernel() {
+  return {[](const NodeDef& node) -> Kernel {
+            const WindowAttrs a = kernel_detail::read_window_attrs(node, /*pooling=*/false);
+            if (a.nchw) throw_node_error(node, "_FusedConv2D computes NHWC only");
+            const fused::Spec spec = fused::read_spec(node);
+            const std::string conv =
+                node.has_attr("conv_name") ? node.attr<std::string>("conv_name") : node.name;
+            return [a, spec, conv](KernelContext& ctx) {
+              try {
+                const NodeDef& node = ctx.node;
+                kernel_detail::check_rank4(node, ctx.inputs[0], "input");
+                kernel_detail::check_rank4(node, ctx.inputs[1], "filter");
+                check_same_dtype(node, ctx.inputs[0], ctx.inputs[1]);
+                const Tensor x = ctx.inputs[0].contiguous();
+                const Tensor f = ctx.inputs[1].contiguous();
+                const ConvDims d = conv_dims(node, a, x.shape(), f.shape(), false);
+                Tensor out = Tensor::empty(x.dtype(), {d.batch, d.out_h, d.out_w, d.out_c});
+                Tensor bias;
+                if (spec.bias) {
+                  bias = fused::check_bias(ctx, ctx.inputs[2], x.dtype(), d.out_c).contiguous();
+                }
+                if (out.numel() > 0) {
+                  dispatch_float(x.dtype(), [&](auto tag) {
+                    using T = typename decltype(tag)::type;
+                    gemm_detail::Epilogue<T> ep;
+                    if (spec.bias) ep.bias = bias.data<T>();
+                    ep.activation = spec.activation;
+                    ep.alpha = static_cast<T>(spec.alpha);
+                    conv2d_forward(x.data<T>(), f.data<T>(), out.data<T>(), d, ctx.intra_pool, ep);
+                  });
+                }
+                ctx.outputs[0] = std::move(out);
+              } catch (const OpError& e) {
+                throw OpError(e.code(), std::string(e.what()) + " (in Conv2D '" + conv +
+                                            "', fused into this node)");
+              }
+            };
+          },
+          CostHint::kExpensive};
+}
+
 }  // namespace
 
 void register_conv_kernels() {
+  register_kernel("_FusedConv2D", fused_conv_kernel());
   register_kernel("Conv2D", conv_kernel(ConvKind::kForward, false, Conv2DForward{}));
   register_kernel("Conv2DBackpropInput",
                   conv_kernel(ConvKind::kBackpropInput, false, Conv2DInputGrad{}));

@@ -11,7 +11,7 @@
 // the activation after it, each with the op's formula: the bits of the unfused nodes. Errors name
 // the MatMul as written (matmul_name), with the messages its kernels give.
 //
-// Convolutions are not fused yet: gemm_sourced() takes an Epilogue for when they are.
+// The fused convolution, _FusedConv2D, is with the convolutions (conv_ops.cpp).
 #include <memory>
 #include <string>
 #include <vector>

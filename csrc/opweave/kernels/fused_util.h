@@ -1,6 +1,6 @@
-// What fused GEMM kernels (_FusedMatMul; a fused convolution later) share: their epilogue
-// attributes (TensorFlow's `fused_ops`, e.g. ["BiasAdd", "Relu"], and `leakyrelu_alpha`) and the
-// bias check.
+// What the fused kernels (_FusedMatMul in fused_ops.cpp, _FusedConv2D in conv_ops.cpp) share: their
+// epilogue attributes (TensorFlow's `fused_ops`, e.g. ["BiasAdd", "Relu"], and `leakyrelu_alpha`)
+// and the bias check.
 #pragma once
 
 #include <string>

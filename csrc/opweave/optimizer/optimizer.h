@@ -5,7 +5,8 @@
 //   common_subexpression  same op, inputs and attributes computed once
 //   constant_folding      subgraphs of constants computed now, with the real kernels
 //   arithmetic            x*1, x+0, (x+c1)+c2, double negation / transpose, reshape of reshape...
-//   remapping             MatMul + bias + activation -> one _FusedMatMul (weights packed once)
+//   remapping             MatMul + bias + activation -> one _FusedMatMul (weights packed once);
+//                         Conv2D (NHWC) + bias + activation -> one _FusedConv2D
 //   identity_removal      Identity and NoOp chains, control dependencies rewired
 //   pruning               StopGradient / PreventGradient / Snapshot (TensorFlow's model pruner)
 //

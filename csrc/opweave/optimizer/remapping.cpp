@@ -1,10 +1,12 @@
-// Remapping (TensorFlow's remapper): a MatMul and what follows it element by element becomes one
-// _FusedMatMul (kernels/fused_ops.cpp), which adds the bias and applies the activation to each
-// tile of C while it is in cache, instead of two more passes over the result in memory:
+// Remapping (TensorFlow's remapper): a MatMul or a Conv2D and what follows it element by element
+// becomes one _FusedMatMul (kernels/fused_ops.cpp) or _FusedConv2D (kernels/conv_ops.cpp), which
+// adds the bias and applies the activation to each tile of the result while it is in cache,
+// instead of two more passes over it in memory:
 //
 //   MatMul(a, w)                              -> _FusedMatMul(a, w)        fused_ops []
 //   BiasAdd(MatMul(a, w), b), or Add / AddV2   -> _FusedMatMul(a, w, b)     ["BiasAdd"]
 //   Act(MatMul(a, w)), Act(BiasAdd(...))       -> ... [..., "Relu"]  (Relu, Relu6, Sigmoid, Tanh)
+//   the same with Conv2D(x, f), NHWC           -> _FusedConv2D(x, f[, b])   (never a lone Conv2D)
 //
 // The root (the last node of the pattern) is rewritten in place, so its name, output and
 // consumers stay; its original_nodes list every node it computes. An inner node is fused only
@@ -75,6 +77,27 @@ bool good_matmul(const WorkGraph& g, int mm) {
   return is_float(g, {mm, 0});
 }
 
+// A Conv2D in NHWC, float, with operands of rank 4: its output channels are the last axis, where
+// the epilogue adds the bias.
+bool good_conv(const WorkGraph& g, int conv) {
+  const NodeDef& d = g.def(conv);
+  if (d.op != "Conv2D" || d.inputs.size() != 2 || d.num_outputs != 1 || g.is_stateful(conv)) {
+    return false;
+  }
+  if (d.has_attr("data_format") && d.attr<std::string>("data_format") != "NHWC") return false;
+  for (const TensorId& t : d.inputs) {
+    const StaticShape s = static_shape_of(g, t);
+    if (!s.known_rank || s.dims.size() != 4 || dtype_of(g, t) != dtype_of(g, {conv, 0})) {
+      return false;
+    }
+  }
+  return is_float(g, {conv, 0});
+}
+
+bool good_product(const WorkGraph& g, int node) {
+  return good_matmul(g, node) || good_conv(g, node);
+}
+
 // Root -> the pattern it ends, if any.
 std::optional<Match> match(const WorkGraph& g, int root) {
   Match m;
@@ -99,14 +122,14 @@ std::optional<Match> match(const WorkGraph& g, int root) {
       if (cd.op == "BiasAdd" && side == 1) break;
       const TensorId p = cd.inputs[static_cast<std::size_t>(side)];
       const TensorId b = cd.inputs[static_cast<std::size_t>(1 - side)];
-      if (p.index != 0 || !good_matmul(g, p.node) || !fusable_inner(g, p.node, cur)) continue;
+      if (p.index != 0 || !good_product(g, p.node) || !fusable_inner(g, p.node, cur)) continue;
       const StaticShape prod = static_shape_of(g, {p.node, 0});
       const StaticShape bs = static_shape_of(g, b);
       if (dtype_of(g, b) != dtype_of(g, p)) continue;
       if (cd.op != "BiasAdd") {
-        // An Add is a BiasAdd only when b is certainly a row of n values.
+        // An Add is a BiasAdd only when b is certainly a row of values along the last axis.
         if (!bs.known_rank || bs.dims.size() != 1 || bs.dims[0] < 0 || !prod.known_rank ||
-            prod.dims.size() != 2 || prod.dims[1] != bs.dims[0]) {
+            prod.dims.empty() || prod.dims.back() != bs.dims[0]) {
           continue;
         }
       }
@@ -121,6 +144,9 @@ std::optional<Match> match(const WorkGraph& g, int root) {
     if (!good_matmul(g, cur)) return std::nullopt;
     m.matmul = cur;
     if (m.act_node < 0 && !packable(g, g.def(cur).inputs[1])) return std::nullopt;
+  } else if (cd.op == "Conv2D" && m.act_node >= 0) {
+    if (!good_conv(g, cur)) return std::nullopt;
+    m.matmul = cur;
   } else {
     return std::nullopt;
   }
@@ -135,7 +161,8 @@ void rewrite(WorkGraph& g, int root, const Match& m, PassContext& ctx) {
   std::vector<TensorId> inputs = mm.inputs;
   if (m.bias_node >= 0) inputs.push_back(m.bias);
   const std::optional<DType> dtype = dtype_of(g, {m.matmul, 0});
-  const bool pack = packable(g, mm.inputs[1]);
+  const bool conv = mm.op == "Conv2D";
+  const bool pack = !conv && packable(g, mm.inputs[1]);
   std::vector<int> inner;
   for (int n : {m.matmul, m.bias_node}) {
     if (n >= 0 && n != root) inner.push_back(n);
@@ -143,15 +170,24 @@ void rewrite(WorkGraph& g, int root, const Match& m, PassContext& ctx) {
   std::string what = mm.name;
   if (m.bias_node >= 0 && m.bias_node != m.matmul) what += " + " + g.def(m.bias_node).name;
   if (m.act_node >= 0) what += " + " + g.def(m.act_node).name;
+  const std::string fused_op = conv ? "_FusedConv2D" : "_FusedMatMul";
   {
     NodeDef& d = g.edit(root);
-    d.op = "_FusedMatMul";
+    d.op = fused_op;
     d.attrs.clear();
-    d.attrs["transpose_a"] = attr_bool(mm, "transpose_a");
-    d.attrs["transpose_b"] = attr_bool(mm, "transpose_b");
+    if (conv) {
+      // The convolution's own attributes (strides, padding, explicit_paddings, dilations,
+      // data_format), as the kernel reads them.
+      d.attrs = mm.attrs;
+      d.attrs.erase("T");
+      d.attrs["conv_name"] = mm.name;
+    } else {
+      d.attrs["transpose_a"] = attr_bool(mm, "transpose_a");
+      d.attrs["transpose_b"] = attr_bool(mm, "transpose_b");
+      d.attrs["matmul_name"] = mm.name;
+      d.attrs["pack_weights"] = pack;
+    }
     d.attrs["fused_ops"] = fused_ops;
-    d.attrs["matmul_name"] = mm.name;
-    d.attrs["pack_weights"] = pack;
     if (dtype) d.attrs["T"] = *dtype;
   }
   g.set_inputs(root, inputs);
@@ -165,7 +201,7 @@ void rewrite(WorkGraph& g, int root, const Match& m, PassContext& ctx) {
   std::string ops;
   for (const std::string& o : fused_ops) ops += (ops.empty() ? "" : ", ") + o;
   ctx.note(inner.empty() ? "rewritten" : "fused", g.def(root).name,
-           what + " -> _FusedMatMul [" + ops + "]" + (pack ? ", weights packed once" : ""));
+           what + " -> " + fused_op + " [" + ops + "]" + (pack ? ", weights packed once" : ""));
 }
 
 }  // namespace
@@ -178,7 +214,7 @@ bool run_remapping(WorkGraph& g, PassContext& ctx) {
   for (int n : order) {
     // A node already fused into a consumer (unread until the pruning that follows) starts none.
     if (!g.alive(n) || fused[static_cast<std::size_t>(n)] || g.def(n).op == "_FusedMatMul" ||
-        g.is_stateful(n)) {
+        g.def(n).op == "_FusedConv2D" || g.is_stateful(n)) {
       continue;
     }
     const std::optional<Match> m = match(g, n);
