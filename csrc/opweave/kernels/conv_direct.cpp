@@ -319,13 +319,15 @@ bool conv_direct(const PatchGeometry& g, const T* image, const T* b, std::int64_
               b_run[u] = bpack + (q * taps + cl.tap[u]) * ch * nr;
             }
             const std::int64_t cols = std::min<std::int64_t>(nr, n - q * nr);
-            const bool whole = cols == nr;
+            // Straight into C when the panel is whole and nothing follows; else through the
+            // tile, on which the epilogue then runs once (not once per scattered row).
+            const bool direct = cols == nr && !has_ep;
             // A class without taps (every tap in the padding) still writes its zeros.
             for (std::int64_t u0 = 0; u0 < std::max<std::int64_t>(nruns, 1); u0 += group) {
               for (int tt = 0; tt < ntiles; ++tt) {
                 T* outs[16];
                 for (int i = 0; i < counts[tt]; ++i) {
-                  outs[i] = whole ? c_rows[tt][i] + q * nr : tile[tt] + i * nr;
+                  outs[i] = direct ? c_rows[tt][i] + q * nr : tile[tt] + i * nr;
                 }
                 RunsArgs<T> x;
                 x.rows = counts[tt];
@@ -341,12 +343,12 @@ bool conv_direct(const PatchGeometry& g, const T* image, const T* b, std::int64_
                 uk.fn_runs(x);
               }
             }
+            if (direct) continue;
             for (int tt = 0; tt < ntiles; ++tt) {
+              // The tile is final and still in L1: the epilogue now.
+              if (has_ep) apply_epilogue(ep, counts[tt], cols, q * nr, tile[tt], nr);
               for (int i = 0; i < counts[tt]; ++i) {
-                T* row = c_rows[tt][i] + q * nr;
-                if (!whole) std::copy(tile[tt] + i * nr, tile[tt] + i * nr + cols, row);
-                // The row is final and still in cache: the epilogue now.
-                if (has_ep) apply_epilogue(ep, 1, cols, q * nr, row, ldc);
+                std::copy(tile[tt] + i * nr, tile[tt] + i * nr + cols, c_rows[tt][i] + q * nr);
               }
             }
           }
