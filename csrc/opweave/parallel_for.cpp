@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "opweave/cancellation.h"
+#include "opweave/cpu_pressure.h"
 #include "opweave/spin.h"
 #include "opweave/task_recycler.h"
 #include "opweave/trace.h"
@@ -135,9 +136,11 @@ void Loop::run_range(std::int64_t b, std::int64_t e) noexcept {
   // (e - b) / 2 >= grain, not e - b >= 2 * grain: twice a huge grain overflows.
   while ((e - b) / 2 >= grain) {
     // relaxed: both are hints; a stale value makes one split early or late, never wrong.
+    // No split while every CPU already runs a kernel (cpu_pressure.h): the piece would only
+    // share a CPU with another kernel's thread.
     const int hungry = pool->idle_workers() + caller_waiting.load(std::memory_order_relaxed);
     if (may_split && hungry > unclaimed.load(std::memory_order_relaxed) &&
-        !failed.load(std::memory_order_relaxed)) {
+        !failed.load(std::memory_order_relaxed) && !cpus_busy()) {
       // The grain boundary nearest the middle (stays on the lattice). Rounding the half down
       // instead gave lopsided splits when a range holds few grains: 22 GEMM row panels at grain
       // 6 split 6 | 16, and the 16 could not be split again (10 < 2 grains), so two threads ran

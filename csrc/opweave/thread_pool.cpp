@@ -12,6 +12,7 @@
 #include <mutex>
 #include <thread>
 
+#include "opweave/cpu_pressure.h"
 #include "opweave/errors.h"
 #include "opweave/event_count.h"
 #include "opweave/fork_guard.h"
@@ -435,8 +436,10 @@ struct ThreadPool::Impl {
           kept_awake = spin.count() > 0 && keep_awake.load(std::memory_order_relaxed) > 0;
           if (kept_awake) deadline = std::chrono::steady_clock::now() + spin;
           // relaxed: only shortens the spin; the park protocol re-reads it properly.
+          // Every CPU runs a kernel (cpu_pressure.h): spinning would take one from them, and a
+          // loop does not split onto us meanwhile. Park.
         } while ((kept_awake || std::chrono::steady_clock::now() < deadline) &&
-                 !stopping.load(std::memory_order_relaxed));
+                 !stopping.load(std::memory_order_relaxed) && !cpus_busy());
       }
       if (task == nullptr) {
         event_count.prepare_wait();

@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "opweave/cancellation.h"
+#include "opweave/cpu_pressure.h"
 #include "opweave/parallel_for.h"
 #include "opweave/task_recycler.h"
 #include "testing.h"
@@ -249,6 +251,33 @@ OPWEAVE_TEST(chunks_run_on_several_threads_at_once_but_never_more_than_n) {
     OPWEAVE_CHECK(static_cast<int>(seen.size()) <= threads);
     OPWEAVE_CHECK(max_running.load() <= threads);
   }
+}
+
+// cpu_pressure.h: a loop started while every CPU runs a kernel stays on its calling thread, even
+// with idle workers; once a CPU is free it splits again.
+OPWEAVE_TEST(a_loop_does_not_split_while_every_cpu_runs_a_kernel) {
+  const int budget = cpu_budget();
+  set_cpu_budget(2);
+  ThreadPool pool = make_pool(4);
+  const auto caller = std::this_thread::get_id();
+  std::atomic<int> elsewhere{0};
+  auto loop = [&] {
+    parallel_for(&pool, 0, 200, 1, [&](std::int64_t, std::int64_t) {
+      if (std::this_thread::get_id() != caller) elsewhere.fetch_add(1);
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+    });
+  };
+  {
+    const RunningKernel first, second;
+    loop();
+    OPWEAVE_CHECK_EQ(elsewhere.load(), 0);
+  }
+  {
+    const RunningKernel only;  // one CPU of two is free
+    loop();
+    OPWEAVE_CHECK(elsewhere.load() > 0);
+  }
+  set_cpu_budget(budget);
 }
 
 OPWEAVE_TEST(the_calling_thread_runs_a_share) {

@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "opweave/cpu_pressure.h"
 #include "opweave/errors.h"
 #include "opweave/thread_pool.h"
 #include "testing.h"
@@ -246,6 +247,30 @@ OPWEAVE_TEST(keep_awake_keeps_idle_workers_spinning_until_it_ends) {
   // After it: the usual spin, then every worker parks again.
   OPWEAVE_CHECK(wait_until(all_parked));
   ThreadPool::KeepAwake none(nullptr);  // a null pool is allowed (serial kernels)
+}
+
+// cpu_pressure.h: with as many kernels running as the process has CPUs, an idle worker parks
+// at once, even under a KeepAwake (it would only take a CPU from a kernel).
+OPWEAVE_TEST(idle_workers_park_at_once_while_every_cpu_runs_a_kernel) {
+  const int budget = cpu_budget();
+  set_cpu_budget(2);
+  ThreadPool pool(opts(2, 50));
+  const auto all_parked = [&] {
+    const PoolStats s = pool.stats();
+    return s.parks - s.wakeups == 2;
+  };
+  OPWEAVE_CHECK(wait_until(all_parked));
+  {
+    const RunningKernel first, second;  // two kernels on two CPUs
+    OPWEAVE_CHECK(cpus_busy());
+    ThreadPool::KeepAwake awake(&pool);
+    std::atomic<int> ran{0};
+    pool.schedule([&] { ran.fetch_add(1); });
+    OPWEAVE_CHECK(wait_until([&] { return ran.load() == 1; }));
+    OPWEAVE_CHECK(wait_until(all_parked));  // not spinning under the KeepAwake
+  }
+  OPWEAVE_CHECK(!cpus_busy());
+  set_cpu_budget(budget);
 }
 
 OPWEAVE_TEST(keep_awake_changes_nothing_when_workers_never_spin) {

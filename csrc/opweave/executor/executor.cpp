@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "opweave/cancellation.h"
+#include "opweave/cpu_pressure.h"
 #include "opweave/spin.h"
 #include "opweave/stack_guard.h"
 #include "opweave/state/variable.h"
@@ -304,6 +305,7 @@ struct Executor::Run {
          ((static_cast<std::uint32_t>(n) + run_sequence) & (kCostSampleEvery - 1)) == 0);
     const Clock::time_point t0 = measure ? Clock::now() : Clock::time_point();
     try {
+      const RunningKernel running;  // cpu_pressure.h: parallel_for splits only onto free CPUs
       node.kernel(ctx);
     } catch (const OpError& e) {
       fail(e.code(), e.what(), node.def.get(), std::current_exception());

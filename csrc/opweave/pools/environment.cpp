@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "opweave/cpu_info.h"
+#include "opweave/cpu_pressure.h"
 #include "opweave/pools/global_pools.h"
 
 namespace opweave {
@@ -50,6 +51,7 @@ int environment_pool_size(bool intra, std::string* source) {
   }
   const CpuInfo cpu = cpu_info();
   *source = cpu_rule(cpu) + ignored;
+  set_cpu_budget(cpu.available_cpus);  // re-read here: affinity and quota may have changed
   return cpu.available_cpus;
 }
 
