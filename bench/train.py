@@ -267,6 +267,72 @@ def cnn_torch_step(batch: int) -> tuple[Callable[[], Any], Any]:
     return step, measure
 
 
+# -- the machine's limit: the step's products alone ------------------------------------------------
+def products_alone(model: str, size: int, intra: int, steps: int) -> float:
+    """Median seconds of the step's matrix products (and, for the CNN, its convolutions) run alone
+    with opweave's kernels, back to back on ``intra`` threads, one at a time: what the step costs
+    with every other op, every transfer between ops and all scheduling taken away, and no two
+    products overlapping (so with inter=2 a step may beat it)."""
+    from opweave import kernels as k
+
+    rng = np.random.default_rng(5)
+
+    def r(*shape: int) -> np.ndarray:
+        return rng.standard_normal(shape).astype(np.float32)
+
+    calls: list[Callable[[], Any]] = []
+
+    def mm(m: int, kk: int, n: int, ta: bool = False, tb: bool = False) -> None:
+        a = r(kk, m) if ta else r(m, kk)
+        b = r(n, kk) if tb else r(kk, n)
+        calls.append(lambda: k.matmul(a, b, transpose_a=ta, transpose_b=tb, _num_threads=intra))
+
+    if model == "mlp":
+        for _ in range(size):  # towers
+            dims = list(SIZES)
+            for i, (fan_in, fan_out) in enumerate(itertools.pairwise(dims)):
+                mm(BATCH, fan_in, fan_out)  # forward
+                mm(fan_in, BATCH, fan_out, ta=True)  # dW = h^T g
+                if i > 0:
+                    mm(BATCH, fan_out, fan_in, tb=True)  # dX = g W^T
+    else:
+        b = size
+        for (h, c_in, c_out) in ((28, 1, 32), (14, 32, 64)):
+            x, f, dy = r(b, h, h, c_in), r(5, 5, c_in, c_out), r(b, h, h, c_out)
+            s = [1, 1, 1, 1]
+            calls.append(lambda x=x, f=f: k.conv2d(x, f, s, "SAME", _num_threads=intra))
+            calls.append(
+                lambda x=x, f=f, dy=dy: k.conv2d_backprop_filter(
+                    x, list(f.shape), dy, s, "SAME", _num_threads=intra
+                )
+            )
+            if c_in > 1:  # the first layer's input gradient is not computed
+                calls.append(
+                    lambda x=x, f=f, dy=dy: k.conv2d_backprop_input(
+                        list(x.shape), f, dy, s, "SAME", _num_threads=intra
+                    )
+                )
+        mm(b, 3136, 1024)
+        mm(3136, b, 1024, ta=True)
+        mm(b, 1024, 3136, tb=True)
+        mm(b, 1024, 10)
+        mm(1024, b, 10, ta=True)
+        mm(b, 10, 1024, tb=True)
+
+    def run() -> None:
+        for call in calls:
+            call()
+
+    for _ in range(2):
+        run()
+    times = []
+    for _ in range(steps):
+        t0 = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
 # -- a worker: one library, one setting, one fresh process -----------------------------------------
 def worker(lib: str, intra: int, inter: int, case: str, steps: int, kind: str) -> dict[str, Any]:
     model, size = next((m, n) for label, m, n in CASES if label == case)
@@ -312,8 +378,11 @@ def worker(lib: str, intra: int, inter: int, case: str, steps: int, kind: str) -
     # CPU seconds of every thread of the process per wall second of the steps: how many cores the
     # setting really kept busy (a peer's "1 thread" may run its kernels on two).
     cores = (time.process_time() - cpu0) / (time.perf_counter() - wall0)
-    return {"median_s": statistics.median(times), "loss": measure(), "steps": steps + 3,
-            "cores": cores}  # fmt: skip
+    out = {"median_s": statistics.median(times), "loss": measure(), "steps": steps + 3,
+           "cores": cores}  # fmt: skip
+    if lib == "opweave":
+        out["alone_s"] = products_alone(model, size, intra, steps)
+    return out
 
 
 def _run_worker(lib: str, intra: int, inter: int, case: str, steps: int, kind: str) -> Any:
@@ -421,14 +490,19 @@ def main(argv: Sequence[str] | None = None) -> None:
         f"over {rounds} round(s); ratio = peer / opweave (> 1: opweave is faster)"
     )
     print(
+        "# alone: the step's matrix products and convolutions run alone with opweave's kernels,"
+        " back to back on intra threads (the machine's limit for the step's arithmetic)"
+    )
+    print(
         f"{'model':<8}{'intra':>6}{'inter':>6}{'opweave ms':>12}{'TF ms':>10}{'torch ms':>10}"
-        f"{'TF/ow':>8}{'torch/ow':>9}"
+        f"{'TF/ow':>8}{'torch/ow':>9}{'alone ms':>10}{'ow/alone':>9}"
     )
     for label, _, _ in CASES:
         if args.only and label not in args.only:
             continue
         for intra, inter in SETTINGS:
             samples: dict[str, list[float]] = {lib: [] for lib in libs}
+            alone: list[float] = []
             losses: dict[str, float] = {}
             errors: dict[str, str] = {}
             for _ in range(rounds):
@@ -439,13 +513,17 @@ def main(argv: Sequence[str] | None = None) -> None:
                         continue
                     samples[lib].append(r["median_s"])
                     losses[lib] = r["loss"]
+                    if "alone_s" in r:
+                        alone.append(r["alone_s"] * 1e3)
             med = {lib: statistics.median(v) * 1e3 for lib, v in samples.items() if v}
             ours = med.get("opweave")
             tf_ms, th_ms = med.get("tensorflow"), med.get("torch")
             print(
                 f"{label:<8}{intra:>6}{inter:>6}{_fmt(ours, 12)}{_fmt(tf_ms, 10)}{_fmt(th_ms, 10)}"
                 f"{_fmt(tf_ms / ours if ours and tf_ms else None, 8)}"
-                f"{_fmt(th_ms / ours if ours and th_ms else None, 9)}",
+                f"{_fmt(th_ms / ours if ours and th_ms else None, 9)}"
+                f"{_fmt(statistics.median(alone) if alone else None, 10)}"
+                f"{_fmt(ours / statistics.median(alone) if ours and alone else None, 9)}",
                 flush=True,
             )
             for lib, err in errors.items():

@@ -76,6 +76,85 @@ AlignedBuffer& thread_a_buffer() {
   return buffer;
 }
 
+// dst[q * ld_dst + j] = src[j * ld_src + q] for q, j < 8: a block of a column-major operand into
+// rows of a panel. With SSE (every x86-64) float blocks move as four 4 x 4 register transposes;
+// elsewhere, and for double, through a local block that the compiler keeps in registers.
+template <typename T>
+constexpr bool transposes_in_registers() {
+#if defined(__SSE2__)
+  return std::is_same_v<T, float>;
+#else
+  return false;
+#endif
+}
+
+// dst[q * ld_dst + j] = src[j * ld_src + q] for q, j < 4, in SSE registers (float, x86-64 only:
+// callers check transposes_in_registers()).
+template <typename T>
+inline void transpose_4x4(const T* src, std::int64_t ld_src, T* dst, std::int64_t ld_dst) {
+#if defined(__SSE2__)
+  if constexpr (std::is_same_v<T, float>) {
+    __m128 r0 = _mm_loadu_ps(src);
+    __m128 r1 = _mm_loadu_ps(src + ld_src);
+    __m128 r2 = _mm_loadu_ps(src + 2 * ld_src);
+    __m128 r3 = _mm_loadu_ps(src + 3 * ld_src);
+    _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+    _mm_storeu_ps(dst, r0);
+    _mm_storeu_ps(dst + ld_dst, r1);
+    _mm_storeu_ps(dst + 2 * ld_dst, r2);
+    _mm_storeu_ps(dst + 3 * ld_dst, r3);
+    return;
+  }
+#endif
+  for (int q = 0; q < 4; ++q) {
+    for (int j = 0; j < 4; ++j) dst[q * ld_dst + j] = src[j * ld_src + q];
+  }
+}
+
+template <typename T>
+inline void transpose_8x8(const T* src, std::int64_t ld_src, T* dst, std::int64_t ld_dst) {
+  if constexpr (transposes_in_registers<T>()) {
+    for (int jb = 0; jb < 8; jb += 4) {
+      for (int qb = 0; qb < 8; qb += 4) {
+        transpose_4x4(src + jb * ld_src + qb, ld_src, dst + qb * ld_dst + jb, ld_dst);
+      }
+    }
+    return;
+  }
+  T block[8][8];
+  for (int j = 0; j < 8; ++j) {
+    for (int q = 0; q < 8; ++q) block[q][j] = src[j * ld_src + q];
+  }
+  for (int q = 0; q < 8; ++q) {
+    for (int j = 0; j < 8; ++j) dst[q * ld_dst + j] = block[q][j];
+  }
+}
+
+// Copies the MR or NR values of one micro-panel row: a constant size, so a few vector moves inline
+// rather than a call to memcpy per row.
+template <typename T>
+inline void copy_panel_row(const T* src, int nr, T* dst) {
+  switch (nr) {
+    case 32:
+      std::memcpy(dst, src, sizeof(T) * 32);
+      break;
+    case 16:
+      std::memcpy(dst, src, sizeof(T) * 16);
+      break;
+    case 12:
+      std::memcpy(dst, src, sizeof(T) * 12);
+      break;
+    case 8:
+      std::memcpy(dst, src, sizeof(T) * 8);
+      break;
+    case 6:
+      std::memcpy(dst, src, sizeof(T) * 6);
+      break;
+    default:
+      std::memcpy(dst, src, sizeof(T) * static_cast<std::size_t>(nr));
+  }
+}
+
 // Packs rows [i0, i0 + mc) x cols [p0, p0 + kc) of A into MR-row micro-panels: panel r holds
 // kc groups of MR values (column p of those rows), rows past m are zero.
 template <typename T>
@@ -86,13 +165,21 @@ void pack_a(const StridedMatrix<T>& a, std::int64_t m, std::int64_t i0, std::int
     const T* src = a.data + (i0 + ir) * a.rs + p0 * a.cs;
     if (a.rs == 1 && rows == mr) {
       // Column-major A (e.g. a transposed C-order matrix): each k step is MR contiguous values.
-      for (std::int64_t p = 0; p < kc; ++p)
-        std::memcpy(dst + p * mr, src + p * a.cs, sizeof(T) * mr);
+      for (std::int64_t p = 0; p < kc; ++p) copy_panel_row(src + p * a.cs, mr, dst + p * mr);
     } else if (a.cs == 1 && rows == mr) {
       // Row-major A: a transpose of an MR x kc block. Write the packed panel in order (k outer)
       // from MR row streams rather than scattering each row with stride MR (store-friendlier;
-      // the difference was below the noise of the shared test machine).
-      for (std::int64_t p = 0; p < kc; ++p) {
+      // the difference was below the noise of the shared test machine); float panels of a
+      // multiple of 4 rows in 4 x 4 register transposes.
+      std::int64_t p = 0;
+      if (transposes_in_registers<T>() && mr % 4 == 0) {
+        for (; p + 4 <= kc; p += 4) {
+          for (int ib = 0; ib < mr; ib += 4) {
+            transpose_4x4(src + ib * a.rs + p, a.rs, dst + p * mr + ib, mr);
+          }
+        }
+      }
+      for (; p < kc; ++p) {
         for (int i = 0; i < mr; ++i) dst[p * mr + i] = src[i * a.rs + p];
       }
     } else {
@@ -105,57 +192,6 @@ void pack_a(const StridedMatrix<T>& a, std::int64_t m, std::int64_t i0, std::int
       }
     }
     dst += mr * kc;
-  }
-}
-
-// dst[q * ld_dst + j] = src[j * ld_src + q] for q, j < 8: a block of a column-major operand into
-// rows of a panel. With SSE (every x86-64) float blocks move as four 4 x 4 register transposes;
-// elsewhere, and for double, through a local block that the compiler keeps in registers.
-template <typename T>
-inline void transpose_8x8(const T* src, std::int64_t ld_src, T* dst, std::int64_t ld_dst) {
-#if defined(__SSE2__)
-  if constexpr (std::is_same_v<T, float>) {
-    for (int jb = 0; jb < 8; jb += 4) {
-      for (int qb = 0; qb < 8; qb += 4) {
-        __m128 r0 = _mm_loadu_ps(src + (jb + 0) * ld_src + qb);
-        __m128 r1 = _mm_loadu_ps(src + (jb + 1) * ld_src + qb);
-        __m128 r2 = _mm_loadu_ps(src + (jb + 2) * ld_src + qb);
-        __m128 r3 = _mm_loadu_ps(src + (jb + 3) * ld_src + qb);
-        _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
-        _mm_storeu_ps(dst + (qb + 0) * ld_dst + jb, r0);
-        _mm_storeu_ps(dst + (qb + 1) * ld_dst + jb, r1);
-        _mm_storeu_ps(dst + (qb + 2) * ld_dst + jb, r2);
-        _mm_storeu_ps(dst + (qb + 3) * ld_dst + jb, r3);
-      }
-    }
-    return;
-  }
-#endif
-  T block[8][8];
-  for (int j = 0; j < 8; ++j) {
-    for (int q = 0; q < 8; ++q) block[q][j] = src[j * ld_src + q];
-  }
-  for (int q = 0; q < 8; ++q) {
-    for (int j = 0; j < 8; ++j) dst[q * ld_dst + j] = block[q][j];
-  }
-}
-
-// Copies the NR values of one micro-panel row: a constant size, so two or four vector moves
-// inline rather than a call to memcpy per row.
-template <typename T>
-inline void copy_panel_row(const T* src, int nr, T* dst) {
-  switch (nr) {
-    case 32:
-      std::memcpy(dst, src, sizeof(T) * 32);
-      break;
-    case 16:
-      std::memcpy(dst, src, sizeof(T) * 16);
-      break;
-    case 8:
-      std::memcpy(dst, src, sizeof(T) * 8);
-      break;
-    default:
-      std::memcpy(dst, src, sizeof(T) * static_cast<std::size_t>(nr));
   }
 }
 
