@@ -297,9 +297,9 @@ def products_alone(model: str, size: int, intra: int, steps: int) -> float:
                     mm(BATCH, fan_out, fan_in, tb=True)  # dX = g W^T
     else:
         b = size
-        for (h, c_in, c_out) in ((28, 1, 32), (14, 32, 64)):
+        s = [1, 1, 1, 1]
+        for h, c_in, c_out in ((28, 1, 32), (14, 32, 64)):
             x, f, dy = r(b, h, h, c_in), r(5, 5, c_in, c_out), r(b, h, h, c_out)
-            s = [1, 1, 1, 1]
             calls.append(lambda x=x, f=f: k.conv2d(x, f, s, "SAME", _num_threads=intra))
             calls.append(
                 lambda x=x, f=f, dy=dy: k.conv2d_backprop_filter(
