@@ -980,7 +980,8 @@ def test_broadcast_gradients_with_unknown_dimensions_match_the_static_ones(
             gx, gy = ow.gradients(ow.reduce_sum(z * v), [x, y])
             results.append(sess.run([gx, gy], {x: xv, y: yv}))
     (sgx, sgy), (hgx, hgy) = results
-    assert sgx.shape == sx and sgy.shape == sy
+    assert sgx.shape == sx
+    assert sgy.shape == sy
     np.testing.assert_allclose(hgx, sgx, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(hgy, sgy, rtol=1e-12, atol=1e-12)
     if which == "add":  # each input's gradient is v summed over the axes it was broadcast along

@@ -886,7 +886,7 @@ def test_a_conv_fused_into_its_activation_names_itself_in_errors() -> None:
         f = ow.constant(np.ones((3, 3, 2, 4), np.float32))
         y = ow.nn.relu(ow.nn.conv2d(x, f, [1, 1, 1, 1], "SAME", name="convx"), name="y")
     with ow.Session(graph=g, config=config()) as sess:
-        with pytest.raises(ow.errors.InvalidArgumentError, match="Conv2D 'convx'.*fused") as err:
+        with pytest.raises(ow.errors.InvalidArgumentError, match=r"Conv2D 'convx'.*fused") as err:
             sess.run(y, {x: np.ones((1, 6, 6, 3), np.float32)})
         assert "depth" in str(err.value)
 
@@ -906,14 +906,10 @@ def test_a_training_step_fuses_its_dense_layers() -> None:
         w2 = ow.Variable(rng.uniform(-0.5, 0.5, (16, 3)).astype(np.float32))
         h = ow.nn.relu(ow.matmul(x, w1, name="mm1") + b1, name="act1")
         logits = ow.matmul(h, w2, name="mm2")
-        loss = ow.reduce_mean(
-            ow.nn.softmax_cross_entropy_with_logits_v2(labels=y, logits=logits)
-        )
+        loss = ow.reduce_mean(ow.nn.softmax_cross_entropy_with_logits_v2(labels=y, logits=logits))
         step = ow.train.GradientDescentOptimizer(0.5).minimize(loss)
         init = ow.global_variables_initializer()
-    shape_readers = [
-        c.name for c in g.get_tensor_by_name("mm1:0").consumers() if c.type != "Add"
-    ]
+    shape_readers = [c.name for c in g.get_tensor_by_name("mm1:0").consumers() if c.type != "Add"]
     assert shape_readers == []
     with ow.Session(graph=g, config=config()) as sess:
         sess.run(init)
