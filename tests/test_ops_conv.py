@@ -913,3 +913,33 @@ def test_a_deep_mnist_shaped_network_learns_with_its_gradients() -> None:
     accuracy = float(np.mean(predicted == mnist.test.labels[:200].argmax(1)))
     assert np.mean(losses[-5:]) < 0.7 * np.mean(losses[:5]), losses
     assert accuracy > 0.3, accuracy  # ten classes: chance is 0.1
+
+
+@pytest.mark.parametrize(
+    ("ksize", "strides", "padding", "shape"),
+    [
+        (2, 2, "SAME", (2, 7, 6, 70)),  # windows tile the image; channels past one block of 64
+        (2, 3, "VALID", (1, 8, 7, 5)),  # gaps between windows: those cells get zeros
+        ([1, 3, 2, 1], [1, 3, 2, 1], "SAME", (2, 5, 5, 3)),  # clipped windows at the edges
+    ],
+)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_max_pool_gradient_of_windows_that_do_not_overlap(
+    ksize: Any, strides: Any, padding: str, shape: tuple[int, ...], dtype: Any
+) -> None:
+    # Such windows write their cells directly (no scatter into zeros): ties go to the first cell,
+    # a -0 gradient lands as +0 (TensorFlow adds into zeros), NaN only when it comes first.
+    k = ow.kernels
+    rng = np.random.default_rng(9)
+    x = rng.integers(-2, 3, shape).astype(dtype)  # many ties
+    x.flat[::17] = np.nan
+    y = k.max_pool(x, ksize, strides, padding)
+    g = rng.standard_normal(y.shape).astype(dtype)
+    g.flat[::5] = -0.0
+    got = k.max_pool_grad(x, y, g, ksize, strides, padding)
+    want = ref_max_pool_grad(x, y, g, ksize, strides, padding)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+    np.testing.assert_array_equal(
+        got, k.max_pool_grad(x, y, g, ksize, strides, padding, _num_threads=3)
+    )

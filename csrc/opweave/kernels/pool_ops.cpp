@@ -12,11 +12,13 @@
 #include <algorithm>
 #include <limits>
 #include <string>
+#include <type_traits>
 #include <vector>
 
+#include "opweave/cpu_info.h"
 #include "opweave/executor/kernel_registry.h"
 #include "opweave/kernels/kernel_util.h"
-#include "opweave/kernels/vector_math.h"
+#include "opweave/kernels/pool_loops.h"
 #include "opweave/kernels/window_util.h"
 #include "opweave/parallel_for.h"
 
@@ -159,11 +161,43 @@ void max_pool_grad_with(const T* x, const T* dy, T* dx, const PoolDims& d, Threa
       static_cast<double>(d.out_h * d.out_w * d.k_h * d.k_w * kChannelBlock));
 }
 
+template <typename T>
+pool_loops::Table<T> select_pool_table() {
+#if defined(OPWEAVE_X86_64)
+  const IsaFlags isa = isa_flags();
+  if (isa.can_run_avx512_files()) {
+    if constexpr (std::is_same_v<T, float>) return pool_loops::table_avx512_f32();
+    if constexpr (std::is_same_v<T, double>) return pool_loops::table_avx512_f64();
+  }
+  if (isa.can_run_avx2_files()) {
+    if constexpr (std::is_same_v<T, float>) return pool_loops::table_avx2_f32();
+    if constexpr (std::is_same_v<T, double>) return pool_loops::table_avx2_f64();
+  }
+#endif
+  if constexpr (std::is_same_v<T, float>) {
+    return pool_loops::table_baseline_f32();
+  } else {
+    return pool_loops::table_baseline_f64();
+  }
+}
+
+// Chosen at load time, not on first use: see fork_guard.h.
+const pool_loops::Table<float> g_pool_f32 = select_pool_table<float>();
+const pool_loops::Table<double> g_pool_f64 = select_pool_table<double>();
+
+template <typename T>
+const pool_loops::Table<T>& pool_table() {
+  if constexpr (std::is_same_v<T, float>) {
+    return g_pool_f32;
+  } else {
+    return g_pool_f64;
+  }
+}
+
 // Windows that do not overlap (stride >= window, the usual 2x2 / 2 pooling): every input cell is in
-// at most one window, so each window writes its cells directly, the gradient to the one
-// TensorFlow picks (the first maximum, as above) and zero to the others, with no zero-filled dx
-// to scatter into. 0 + g rather than g: TensorFlow adds into zeros, so a -0 gradient gives +0.
-// Cells of no window (a stride wider than the window, VALID leftovers) are zeroed first.
+// at most one window, so each window writes its cells directly (pool_loops.h), with no zero-filled
+// dx to scatter into. Cells of no window (a stride wider than the window, VALID leftovers) are
+// zeroed first.
 template <typename T>
 void max_pool_grad_disjoint(const T* x, const T* dy, T* dx, const PoolDims& d, ThreadPool* pool) {
   const std::int64_t c_n = d.channels, row = d.in_w * c_n;
@@ -178,51 +212,21 @@ void max_pool_grad_disjoint(const T* x, const T* dy, T* dx, const PoolDims& d, T
         [&](std::int64_t r0, std::int64_t r1) { std::fill(dx + r0 * row, dx + r1 * row, T(0)); },
         static_cast<double>(row) / 8.0);
   }
+  const pool_loops::Table<T>& table = pool_table<T>();
   parallel_for(
       pool, 0, d.batch * d.out_h, 1,
       [&](std::int64_t r0, std::int64_t r1) {
-        // Locals, not heap vectors: the compiler then knows they alias neither x nor dx and
-        // keeps the channel loops vectorised.
-        T best[kChannelBlock];
-        T pick[kChannelBlock];  // the chosen cell's index in the window, exact in T
         for (std::int64_t r = r0; r < r1; ++r) {
           const std::int64_t n = r / d.out_h, oh = r % d.out_h;
-          const T* xn = x + n * d.in_h * row;
-          T* dxn = dx + n * d.in_h * row;
-          for (std::int64_t ow = 0; ow < d.out_w; ++ow) {
-            std::int64_t h0, h1, w0, w1;
-            d.window(oh, ow, &h0, &h1, &w0, &w1);
-            if (h0 >= h1 || w0 >= w1) continue;
-            for (std::int64_t c0 = 0; c0 < c_n; c0 += kChannelBlock) {
-              const std::int64_t cb = std::min(kChannelBlock, c_n - c0);
-              const T* g = dy + (r * d.out_w + ow) * c_n + c0;
-              const T* xf = xn + h0 * row + w0 * c_n + c0;
-              for (std::int64_t c = 0; c < cb; ++c) best[c] = xf[c], pick[c] = T(0);
-              T at = 0;
-              for (std::int64_t h = h0; h < h1; ++h) {
-                for (std::int64_t w = h == h0 ? w0 + 1 : w0; w < w1; ++w) {
-                  at += 1;
-                  const T* xp = xn + h * row + w * c_n + c0;
-                  for (std::int64_t c = 0; c < cb; ++c) {
-                    const T greater = static_cast<T>(best[c] < xp[c]);
-                    best[c] = best[c] < xp[c] ? xp[c] : best[c];
-                    pick[c] += (at - pick[c]) * greater;
-                  }
-                }
-              }
-              T here = 0;
-              for (std::int64_t h = h0; h < h1; ++h) {
-                for (std::int64_t w = w0; w < w1; ++w, here += 1) {
-                  T* out = dxn + h * row + w * c_n + c0;
-                  for (std::int64_t c = 0; c < cb; ++c) {
-                    // A bit-mask select: GCC keeps ?: on floats a branch, which mispredicts on
-                    // every other window of random data.
-                    out[c] = vector_math::select<T>(pick[c] == here, T(0) + g[c], T(0));
-                  }
-                }
-              }
-            }
-          }
+          std::int64_t h0, h1, w0, w1;
+          d.window(oh, 0, &h0, &h1, &w0, &w1);
+          pool_loops::Row<T> pr;
+          pr.x = x + n * d.in_h * row;
+          pr.width = d.in_w, pr.channels = c_n, pr.h0 = h0, pr.h1 = h1;
+          pr.out_w = d.out_w, pr.k_w = d.k_w, pr.stride_w = d.stride_w, pr.pad_left = d.pad_left;
+          pr.dy = dy + r * d.out_w * c_n;
+          pr.dx = dx + n * d.in_h * row;
+          table.max_grad_disjoint_row(pr);
         }
       },
       static_cast<double>(d.out_w * d.k_h * d.k_w * c_n * 2));
