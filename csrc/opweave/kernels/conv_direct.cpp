@@ -415,7 +415,8 @@ bool conv_direct_transposed(const PatchGeometry& g, const T* image, const T* dy,
   // large for the caches). Whole runs of taps per thread: a tap's sum is the same whichever
   // thread runs it, so the grain may follow the pool.
   const int threads = pool != nullptr ? pool->num_workers() + 1 : 1;
-  const std::int64_t grain = std::max<std::int64_t>(1, (chunks + threads - 1) / threads);
+  // (Rounded down: parallel_for splits a range only into pieces of at least one grain each.)
+  const std::int64_t grain = std::max<std::int64_t>(1, chunks / threads);
   parallel_for(
       pool, 0, slices * chunks, grain,
       [&](std::int64_t e0, std::int64_t e1) {
