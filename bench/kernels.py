@@ -455,9 +455,10 @@ CONV_CASES: list[tuple[str, tuple[int, ...], tuple[int, ...], int, str]] = [
 CONV_QUICK = {0, 1, 3, 5, 6}
 
 
-def _fma_peak_gflops() -> tuple[str, float]:
-    """The CPU model and 2 FMA units x 8 float32 lanes x 2 flops x GHz for one core, with the
-    clock /proc/cpuinfo reports (a turbo clock above it gives more than 100%)."""
+def _fma_peak_gflops() -> tuple[str, float, float]:
+    """The CPU model, the FMA peak of one core at the clock /proc/cpuinfo reports (2 FMA units x 8
+    float32 lanes x 2 flops; a turbo clock above it gives more than 100%), and the ceiling
+    measured now: opweave's float32 matmul micro-kernel on one thread with its panels in cache."""
     model, mhz = platform.processor() or platform.machine(), 0.0
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -468,7 +469,7 @@ def _fma_peak_gflops() -> tuple[str, float]:
                 mhz = float(value)
     except OSError:  # pragma: no cover - not Linux
         pass
-    return model, 2 * 8 * 2 * mhz / 1000.0
+    return model, 2 * 8 * 2 * mhz / 1000.0, _opweave_core.gemm_ceiling_gflops("float32", 0.5)
 
 
 def conv_worker(threads: int, reps: int, quick: bool) -> None:
@@ -594,10 +595,11 @@ def bench_conv(threads_list: list[int], reps: int, quick: bool, clock: str) -> N
     import json
     import subprocess
 
-    model, peak = _fma_peak_gflops()
+    model, nominal, peak = _fma_peak_gflops()
     print(
-        f"# conv: {model}; FMA peak {peak:.1f} GFLOP/s per core (2 FMA x 8 float32 lanes x 2 x "
-        "the /proc/cpuinfo clock)"
+        f"# conv: {model}; FMA peak {nominal:.1f} GFLOP/s per core at the /proc/cpuinfo clock "
+        f"(2 FMA x 8 float32 lanes x 2), {peak:.1f} measured (opweave's micro-kernel on cached "
+        "panels, one thread); %peak is against the measured one x threads"
     )
     print(
         f"{'case':<32}{'thr':>4} {'unit':<8}{'opweave':>9}{'tensorfl':>9}{'torch':>9}"

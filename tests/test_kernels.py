@@ -750,3 +750,16 @@ def test_flat_comparisons_match_numpy_at_every_vector_tail(op: str, ref: Any, dt
     one = fn(big_a, big_b, _num_threads=1)
     np.testing.assert_array_equal(one, ref(big_a, big_b))
     np.testing.assert_array_equal(fn(big_a, big_b, _num_threads=3), one)
+
+
+def test_the_micro_kernel_ceiling_is_measured_and_checks_its_arguments() -> None:
+    from opweave import _opweave_core as core
+
+    # A measurement, so only its sign and scale are asserted: any CPU does more than 0.1 GFLOP/s
+    # and no core does a thousand.
+    for dtype in ("float32", "float64"):
+        assert 0.1 < core.gemm_ceiling_gflops(dtype, 0.01) < 1000
+    with pytest.raises(ValueError, match="dtype"):
+        core.gemm_ceiling_gflops("int32", 0.01)
+    with pytest.raises(ValueError, match="seconds"):
+        core.gemm_ceiling_gflops("float32", 0.0)

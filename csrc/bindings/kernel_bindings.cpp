@@ -212,6 +212,23 @@ void register_kernels(py::module_& m) {
         return std::string(gemm_detail::gemm_isa(dtype == "float64"));
       },
       py::arg("dtype"), "The micro-kernel instruction set matmul uses for this dtype.");
+  m.def(
+      "gemm_ceiling_gflops",
+      [](const std::string& dtype, double seconds) {
+        if (dtype != "float32" && dtype != "float64") {
+          throw py::value_error("gemm_ceiling_gflops: dtype must be 'float32' or 'float64', got '" +
+                                dtype + "'");
+        }
+        if (!(seconds > 0 && seconds <= 60)) {
+          throw py::value_error("gemm_ceiling_gflops: seconds must be in (0, 60]");
+        }
+        // Without the GIL: a timing loop of its own thread, no Python object touched.
+        return without_gil(
+            [&] { return gemm_detail::gemm_ceiling_gflops(dtype == "float64", seconds); });
+      },
+      py::arg("dtype"), py::arg("seconds") = 0.2,
+      "GFLOP/s of the matmul micro-kernel on one thread, its panels cached (the benches' "
+      "ceiling).");
 }
 
 }  // namespace opweave::bindings

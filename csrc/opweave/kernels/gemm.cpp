@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -672,6 +673,47 @@ template void gemv_gemm<double>(const MicroKernel<double>&, std::int64_t, std::i
 
 const char* gemm_isa(bool float64) {
   return float64 ? best_kernel_f64().isa : best_kernel_f32().isa;
+}
+
+namespace {
+
+template <typename T>
+double ceiling_gflops(double seconds) {
+  const MicroKernel<T>& uk = best_kernel<T>();
+  // The GEMM's own blocking: a KC = 256 B micro-panel in L1, A micro-panels streaming from L2.
+  const std::int64_t kc = 256;
+  constexpr int kTiles = 8;
+  AlignedBuffer a, b, c;
+  a.reserve(sizeof(T) * static_cast<std::size_t>(kc * uk.mr * kTiles));
+  b.reserve(sizeof(T) * static_cast<std::size_t>(kc * uk.nr));
+  c.reserve(sizeof(T) * static_cast<std::size_t>(uk.mr * uk.nr * kTiles));
+  std::fill(a.as<T>(), a.as<T>() + kc * uk.mr * kTiles, T(1));
+  std::fill(b.as<T>(), b.as<T>() + kc * uk.nr, T(0));  // C stays finite (and 0)
+  std::fill(c.as<T>(), c.as<T>() + uk.mr * uk.nr * kTiles, T(0));
+  const double flops_per_call = 2.0 * uk.mr * uk.nr * static_cast<double>(kc) * kTiles;
+  double best = 0;
+  for (int round = 0; round < 5; ++round) {
+    std::int64_t calls = 0;
+    const auto t0 = std::chrono::steady_clock::now();
+    double elapsed = 0;
+    while (elapsed < seconds / 5) {
+      for (int i = 0; i < 64; ++i, ++calls) {
+        for (int t = 0; t < kTiles; ++t) {
+          uk.fn(kc, a.as<T>() + t * uk.mr * kc, b.as<T>(), c.as<T>() + t * uk.mr * uk.nr, uk.nr,
+                true);
+        }
+      }
+      elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    }
+    best = std::max(best, flops_per_call * static_cast<double>(calls) / elapsed / 1e9);
+  }
+  return best;
+}
+
+}  // namespace
+
+double gemm_ceiling_gflops(bool float64, double seconds) {
+  return float64 ? ceiling_gflops<double>(seconds) : ceiling_gflops<float>(seconds);
 }
 
 bool gemm_is_small(std::int64_t m, std::int64_t n, std::int64_t k) {

@@ -176,4 +176,10 @@ bool gemm_is_small(std::int64_t m, std::int64_t n, std::int64_t k);
 // Name of the micro-kernel ISA in use for float32 / float64 ("avx512", "avx2+fma", "portable").
 const char* gemm_isa(bool float64);
 
+// GFLOP/s of the selected micro-kernel on one thread, B in L1 and A in L2 as the GEMM keeps them
+// (the best of five runs of about `seconds` / 5 each): what the CPU's FMA units give this kernel
+// at the clock it runs at now, the ceiling the benches report kernels against (/proc/cpuinfo's
+// nominal clock understates a turbo clock). Runs on the calling thread; thread-safe.
+double gemm_ceiling_gflops(bool float64, double seconds);
+
 }  // namespace opweave::gemm_detail
