@@ -5,8 +5,14 @@
 // shifter; pow, sin, cos and fmod of float32 computed in double. exp accuracy: within ~1 ulp of
 // libm over the whole range; NaN -> NaN, overflow -> +inf, underflow -> 0 (subnormal results are
 // produced, via a two-factor scale). Internal to the kernels.
+//
+// The element functions the rows of elementwise_list.h name live here, so a new element-wise op
+// is its function here and its row there. The *_libm functions are the exceptions to "no calls":
+// the C library, element by element, where a formula here has no range (float64 sin, cos, pow;
+// float32 operands outside a formula's range); the same call for the same element in every build.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <limits>
@@ -392,6 +398,37 @@ OPWEAVE_VM_INLINE T expm1(T x) {
   return select<T>(x != x, x, out);
 }
 
+// -- one-operation functions ----------------------------------------------------------------------
+
+template <typename T>
+OPWEAVE_VM_INLINE T neg_of(T x) {
+  return -x;
+}
+template <typename T>
+OPWEAVE_VM_INLINE T relu_of(T x) {
+  return select<T>(x < T(0), T(0), x);  // NaN and -0 stay as they are
+}
+template <typename T>
+OPWEAVE_VM_INLINE T square_of(T x) {
+  return x * x;
+}
+template <typename T>
+OPWEAVE_VM_INLINE T reciprocal_of(T x) {
+  return T(1) / x;
+}
+// 1 for x > 0, -1 for x < 0, x itself for zeros (+0: TensorFlow's sign(-0.0) is +0) and NaN.
+template <typename T>
+OPWEAVE_VM_INLINE T sign_of(T x) {
+  T out = select<T>(x > T(0), T(1), T(0));
+  out = select<T>(x < T(0), T(-1), out);
+  return select<T>(x != x, x, out);
+}
+template <typename T>
+OPWEAVE_VM_INLINE T squared_difference_of(T a, T b) {
+  const T d = a - b;
+  return d * d;
+}
+
 // -- float32 functions computed in double ---------------------------------------------------------
 
 // Whether float32 x lies where sin_f32 / cos_f32 reduce exactly enough (elsewhere, including inf
@@ -426,11 +463,13 @@ OPWEAVE_VM_INLINE float trig_f32(float xf, int quadrant_shift) {
   return static_cast<float>(v);
 }
 
-// pow of float32 in double: |x|^y = e^(y log|x|) with a log good to ~2^-36 and exp to ~2^-36
-// (shorter series than the double functions need), so the float32 result is within an ulp; then
-// C's rules for signs and special values (pow(x, 0) = 1, pow(1, y) = 1, pow(-1, +-inf) = 1, a
-// negative base with an odd integer exponent negates, with a non-integer exponent is NaN, zeros and
-// infinities as C99 F.9.4.4).
+OPWEAVE_VM_INLINE float sin_f32(float x) { return trig_f32(x, 0); }
+OPWEAVE_VM_INLINE float cos_f32(float x) { return trig_f32(x, 1); }
+OPWEAVE_VM_INLINE float sin_libm_f32(float x) { return std::sin(x); }
+OPWEAVE_VM_INLINE float cos_libm_f32(float x) { return std::cos(x); }
+OPWEAVE_VM_INLINE double sin_libm_f64(double x) { return std::sin(x); }
+OPWEAVE_VM_INLINE double cos_libm_f64(double x) { return std::cos(x); }
+
 // log of a float32 x in double, for pow: the exponent and mantissa split is done on the float's
 // bits (8 lanes a vector where double would have 4), f = m - 1 is exact in double, and the
 // series (as in log_n) runs in double. x is |base|: >= 0, inf or NaN.
@@ -463,11 +502,6 @@ OPWEAVE_VM_INLINE double log_of_float(float x) {
   return select<double>(x != x, std::numeric_limits<double>::quiet_NaN(), out);
 }
 
-// pow of float32 in double: |x|^y = e^(y log|x|) with a log good to ~2^-36 and exp to ~2^-36
-// (shorter series than the double functions need), so the float32 result is within an ulp; then
-// C's rules for signs and special values (pow(x, 0) = 1, pow(1, y) = 1, pow(-1, +-inf) = 1, a
-// negative base with an odd integer exponent negates, with a non-integer exponent is NaN, zeros and
-// infinities as C99 F.9.4.4).
 // e^z in double for a result rounded to float32 (pow): z is clamped to [-104, 89], beyond which
 // the float result is 0 or inf anyway, so 2^n stays a normal double and needs one factor; a
 // degree-8 series is within 2^-31. NaN stays NaN.
@@ -484,6 +518,11 @@ OPWEAVE_VM_INLINE double exp_for_float(double z) {
   return p * pow2i<double>(n);
 }
 
+// pow of float32 in double: |x|^y = e^(y log|x|) with a log good to ~2^-36 and exp to ~2^-36
+// (shorter series than the double functions need), so the float32 result is within an ulp; then
+// C's rules for signs and special values (pow(x, 0) = 1, pow(1, y) = 1, pow(-1, +-inf) = 1, a
+// negative base with an odd integer exponent negates, with a non-integer exponent is NaN, zeros and
+// infinities as C99 F.9.4.4).
 OPWEAVE_VM_INLINE float pow_f32(float x, float y) {
   const float ax = abs(x);
   // Only the logarithm and the exponential need double; the sign and special-value rules are
@@ -498,6 +537,7 @@ OPWEAVE_VM_INLINE float pow_f32(float x, float y) {
   out = select<float>((ax == 1.0f) & (abs(y) == std::numeric_limits<float>::infinity()), 1.0f, out);
   return select<float>((x == 1.0f) | (y == 0.0f), 1.0f, out);
 }
+OPWEAVE_VM_INLINE double pow_f64(double x, double y) { return std::pow(x, y); }
 
 // Whether fmod_f32 is exact for these operands: |x / y| < 2^24 (elsewhere the callers use the C
 // library). Infinite or NaN operands and y = 0 are handled by fmod_f32 itself.
