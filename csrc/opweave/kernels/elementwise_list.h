@@ -58,7 +58,9 @@
   X(Sin,        sin,        "Sin",        20.0, kFloats,                                           \
     F32_IN_RANGE(sin_f32, trig_f32_in_range, sin_libm_f32, sin_libm_f64))                         \
   X(Cos,        cos,        "Cos",        20.0, kFloats,                                           \
-    F32_IN_RANGE(cos_f32, trig_f32_in_range, cos_libm_f32, cos_libm_f64))
+    F32_IN_RANGE(cos_f32, trig_f32_in_range, cos_libm_f32, cos_libm_f64))                         \
+  X(Tan,        tan,        "Tan",        20.0, kFloats,                                           \
+    F32_IN_RANGE(tan_f32, trig_f32_in_range, tan_libm_f32, tan_libm_f64))
 
 #define OPWEAVE_BINARY_OPS(X)                                                                      \
   X(Add,               add,                "Add",               1.0,  kAll,     BINARY_FN(kAdd))   \

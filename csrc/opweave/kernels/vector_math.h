@@ -2,8 +2,8 @@
 // conversions): exp, expm1, tanh and sigmoid by Cody-Waite range reduction x = n ln2 + r with
 // |r| <= ln2/2, a Taylor polynomial for e^r, and 2^n assembled in the exponent bits; log and log1p
 // from the exponent and mantissa bits and the atanh series; rint / floor / ceil with the 2^p
-// shifter; pow, sin, cos and fmod of float32 computed in double. exp accuracy: within ~1 ulp of
-// libm over the whole range; NaN -> NaN, overflow -> +inf, underflow -> 0 (subnormal results are
+// shifter; pow, sin, cos, tan and fmod of float32 computed in double. exp accuracy: within ~1 ulp
+// of libm over the whole range; NaN -> NaN, overflow -> +inf, underflow -> 0 (subnormal results are
 // produced, via a two-factor scale). Internal to the kernels.
 //
 // The element functions the rows of elementwise_list.h name live here, so a new element-wise op
@@ -435,10 +435,14 @@ OPWEAVE_VM_INLINE T squared_difference_of(T a, T b) {
 // and NaN, the callers use the C library).
 OPWEAVE_VM_INLINE bool trig_f32_in_range(float x) { return abs(x) <= 1048576.0f; }  // 2^20
 
-// sin (quadrant_shift 0) or cos (1) of a float32 x with |x| <= 2^20, in double: x = n pi/2 + r with
-// a two-part pi/2 whose high part has 33 bits (n pi2_hi is exact for n < 2^20), |r| <= pi/4, then a
-// Taylor polynomial of sin or cos of r picked by the quadrant (n + shift) mod 4.
-OPWEAVE_VM_INLINE float trig_f32(float xf, int quadrant_shift) {
+// A float32 x with |x| <= 2^20 reduced in double: x = n pi/2 + r with a two-part pi/2 whose high
+// part has 33 bits (n pi2_hi is exact for n < 2^20), |r| <= pi/4; sin r and cos r by their Taylor
+// series, and the quadrant n mod 4 (of n + shift).
+struct TrigReduced {
+  double sin_r, cos_r;
+  std::uint64_t quadrant;
+};
+OPWEAVE_VM_INLINE TrigReduced trig_reduce_f32(float xf, int quadrant_shift) {
   constexpr double kTwoOverPi = 0.63661977236758134308;
   constexpr double kPio2Hi = 1.5707963267341256e+00;  // 33 bits of pi/2
   constexpr double kPio2Lo = 6.0771005065061922e-11;  // pi/2 - kPio2Hi
@@ -457,10 +461,29 @@ OPWEAVE_VM_INLINE float trig_f32(float xf, int quadrant_shift) {
   const double cos_r =
       1.0 +
       z * (-0.5 + z * (1.0 / 24 + z * (-1.0 / 720 + z * (1.0 / 40320 + z * (-1.0 / 3628800)))));
-  double v = select<double>((q & 1u) != 0, cos_r, sin_r);
-  v = select<double>((q & 2u) != 0, -v, v);
+  return {sin_r, cos_r, q};
+}
+
+// sin (quadrant_shift 0) or cos (1) of a float32 x with |x| <= 2^20: the series of sin or cos of r
+// picked by the quadrant.
+OPWEAVE_VM_INLINE float trig_f32(float xf, int quadrant_shift) {
+  const TrigReduced t = trig_reduce_f32(xf, quadrant_shift);
+  const double x = static_cast<double>(xf);
+  double v = select<double>((t.quadrant & 1u) != 0, t.cos_r, t.sin_r);
+  v = select<double>((t.quadrant & 2u) != 0, -v, v);
   v = select<double>((x == 0.0) & (quadrant_shift == 0), x, v);  // sin(-0) = -0
   return static_cast<float>(v);
+}
+
+// tan of a float32 x with |x| <= 2^20: sin r / cos r, or -cos r / sin r in the odd quadrants
+// (tan(r + pi/2) = -1 / tan r), divided in double (each part within ~2^-36, so the float result is
+// within an ulp). tan(+-0) = +-0.
+OPWEAVE_VM_INLINE float tan_f32(float x) {
+  const TrigReduced t = trig_reduce_f32(x, 0);
+  const bool odd = (t.quadrant & 1u) != 0;
+  const double num = select<double>(odd, -t.cos_r, t.sin_r);
+  const double den = select<double>(odd, t.sin_r, t.cos_r);
+  return select<float>(x == 0.0f, x, static_cast<float>(num / den));
 }
 
 OPWEAVE_VM_INLINE float sin_f32(float x) { return trig_f32(x, 0); }
@@ -469,6 +492,8 @@ OPWEAVE_VM_INLINE float sin_libm_f32(float x) { return std::sin(x); }
 OPWEAVE_VM_INLINE float cos_libm_f32(float x) { return std::cos(x); }
 OPWEAVE_VM_INLINE double sin_libm_f64(double x) { return std::sin(x); }
 OPWEAVE_VM_INLINE double cos_libm_f64(double x) { return std::cos(x); }
+OPWEAVE_VM_INLINE float tan_libm_f32(float x) { return std::tan(x); }
+OPWEAVE_VM_INLINE double tan_libm_f64(double x) { return std::tan(x); }
 
 // log of a float32 x in double, for pow: the exponent and mantissa split is done on the float's
 // bits (8 lanes a vector where double would have 4), f = m - 1 is exact in double, and the
