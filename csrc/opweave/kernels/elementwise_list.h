@@ -18,6 +18,9 @@
 //           integers too (elementwise_fns.h: IntUnaryFn, BinaryFn); kAll, bool too (binary)
 //   loop    how the loop of unary_math_loops.h computes an element of float32 / float64:
 //             EACH(f)                f<T>(x...), a function template of vector_math.h
+//             EACH_FAST(fast, in, full)  fast<T>(x) over blocks where in<T>(x) holds for every
+//                                    element, full<T>(x) elsewhere: a shortcut with the same bits
+//                                    (unary)
 //             EACH_BY_TYPE(f, d)     f(x...) for float32, d(x...) for float64
 //             F32_IN_RANGE(f, in, g, d)  float32: f(x) over a run where in(x) holds for every
 //                                    element, else f or g (the C library) element by element;
@@ -43,10 +46,13 @@
   X(Abs,        abs,        "Abs",        1.0,  kNumbers, EACH(abs))                               \
   X(Square,     square,     "Square",     1.0,  kNumbers, EACH(square_of))                         \
   X(Sign,       sign,       "Sign",       1.0,  kNumbers, EACH(sign_of))                           \
-  X(Exp,        exp,        "Exp",        20.0, kFloats,  EACH(exp))                               \
+  X(Exp,        exp,        "Exp",        20.0, kFloats,                                           \
+    EACH_FAST(exp_normal, exp_normal_range, exp))                                                  \
   X(Tanh,       tanh,       "Tanh",       20.0, kFloats,  EACH(tanh))                              \
-  X(Sigmoid,    sigmoid,    "Sigmoid",    20.0, kFloats,  EACH(sigmoid))                           \
-  X(Log,        log,        "Log",        20.0, kFloats,  EACH(log))                               \
+  X(Sigmoid,    sigmoid,    "Sigmoid",    20.0, kFloats,                                           \
+    EACH_FAST(sigmoid_normal, sigmoid_normal_range, sigmoid))                                      \
+  X(Log,        log,        "Log",        20.0, kFloats,                                           \
+    EACH_FAST(log_normal, log_normal_range, log))                                                  \
   X(Log1p,      log1p,      "Log1p",      20.0, kFloats,  EACH(log1p))                             \
   X(Expm1,      expm1,      "Expm1",      20.0, kFloats,  EACH(expm1))                             \
   X(Sqrt,       sqrt,       "Sqrt",       4.0,  kFloats,  LOOP(sqrt_loop))                         \

@@ -2,8 +2,9 @@
 // add, ...), one per row of elementwise_list.h, compiled three times from this one source:
 // unary_math_loops.cpp (baseline x86-64), unary_math_loops_avx2.cpp (-mavx2) and
 // unary_math_loops_avx512.cpp (-mavx512f ...), the wider ones with -ffp-contract=off so no
-// multiply-add is fused. All builds do the same operations in the same order, so results do not
-// depend on the ISA. The AVX2 build matters beyond width: float64 exp/tanh need 64-bit integer
+// multiply-add is fused behind our back. All builds do the same operations in the same order, so
+// results do not depend on the ISA (pow's explicit fused multiply-adds are the instruction in the
+// wider builds and the C library's correctly rounded fma in the baseline one: the same bits). The AVX2 build matters beyond width: float64 exp/tanh need 64-bit integer
 // compares (SSE4.2) to vectorise at all, and floor/ceil/round of float64 the same, so the baseline
 // build runs them scalar. elementwise.cpp picks the table once with cpu_info().
 //
@@ -124,25 +125,72 @@ void run2_by_type(const T* a, std::int64_t sa, const T* b, std::int64_t sb, T* d
   }
 }
 
-// float32: f over a run, or, when some element lies outside f's range, each element by f or by
-// the C library's g. The range is checked before anything is written: dst may be src itself (an
-// operation computed into its input's buffer). float64: d on each element.
+// The range-checked loops below work block by block: one element out of range sends its block,
+// not the whole run, to the slower path. The range is checked before the block is written: dst may
+// be src itself (an operation computed into its input's buffer).
+constexpr std::int64_t kRangeBlock = 1024;
+
+// Whether In(x) holds for all m elements src[i * stride]. The misses are or-ed into an int (GCC
+// does not vectorise a bool reduction), and a contiguous source gets its own loop.
+template <typename T, bool (*In)(T)>
+bool all_in_range(const T* src, std::int64_t stride, std::int64_t m) {
+  std::int32_t miss = 0;
+  if (stride == 1) {
+    for (std::int64_t i = 0; i < m; ++i) miss |= In(src[i]) ? 0 : 1;
+  } else {
+    for (std::int64_t i = 0; i < m; ++i) miss |= In(src[i * stride]) ? 0 : 1;
+  }
+  return miss == 0;
+}
+
+// Computes dst[0..m) = Fast(src[i]) for a contiguous src that dst does not overlap, and returns
+// whether In held for every element (one pass over the block: the check rides along).
+template <typename T, T (*Fast)(T), bool (*In)(T)>
+bool run_checked(const T* src, T* dst, std::int64_t m) {
+  std::int32_t miss = 0;
+  for (std::int64_t i = 0; i < m; ++i) {
+    const T x = src[i];
+    miss |= In(x) ? 0 : 1;
+    dst[i] = Fast(x);
+  }
+  return miss == 0;
+}
+
+// Fast over a block whose elements all satisfy InRange, else Full; Fast(x) == Full(x) bit for bit
+// where InRange(x) holds (vector_math.h says why for each pair), so the blocks never show.
+template <typename T, T (*Fast)(T), bool (*InRange)(T), T (*Full)(T)>
+void run_fast(const T* src, std::int64_t stride, T* dst, std::int64_t n) {
+  for (std::int64_t b = 0; b < n; b += kRangeBlock) {
+    const std::int64_t m = n - b < kRangeBlock ? n - b : kRangeBlock;
+    const T* s = src + b * stride;
+    T* d = dst + b;
+    if (stride == 1 && (d + m <= s || s + m <= d)) {
+      // Separate buffers: the fast formula and the check in one pass; the source is still there
+      // to redo the block when the check failed.
+      if (!run_checked<T, Fast, InRange>(s, d, m)) run<T, Full>(s, 1, d, m);
+    } else if (all_in_range<T, InRange>(s, stride, m)) {
+      run<T, Fast>(s, stride, d, m);
+    } else {
+      run<T, Full>(s, stride, d, m);
+    }
+  }
+}
+
+// F(x) where In(x) holds, else the C library's G(x): element by element, with a branch.
+template <float (*F)(float), bool (*In)(float), float (*G)(float)>
+float in_range_or(float x) {
+  return In(x) ? F(x) : G(x);
+}
+
+// float32: f over a block where in(x) holds for every element, else each element by f or by the
+// C library's g; float64: d on each element.
 template <typename T, float (*F)(float), bool (*InRange)(float), float (*G)(float),
           double (*D)(double)>
 void run_in_range(const T* src, std::int64_t stride, T* dst, std::int64_t n) {
   if constexpr (std::is_same_v<T, double>) {
     run<double, D>(src, stride, dst, n);
   } else {
-    bool all_in = true;
-    for (std::int64_t i = 0; i < n; ++i) all_in &= InRange(src[i * stride]);
-    if (all_in) {
-      run<float, F>(src, stride, dst, n);
-      return;
-    }
-    for (std::int64_t i = 0; i < n; ++i) {
-      const float x = src[i * stride];
-      dst[i] = InRange(x) ? F(x) : G(x);
-    }
+    run_fast<float, F, InRange, in_range_or<F, InRange, G>>(src, stride, dst, n);
   }
 }
 
@@ -196,9 +244,10 @@ void floormod_loop(const T* a, std::int64_t sa, const T* b, std::int64_t sb, T* 
   if constexpr (std::is_same_v<T, double>) {
     run2<double, floormod_f64>(a, sa, b, sb, dst, n);
   } else {
-    bool all_in = true;
-    for (std::int64_t i = 0; i < n; ++i) all_in &= vm::fmod_f32_in_range(a[i * sa], b[i * sb]);
-    if (all_in) {
+    std::int32_t miss = 0;  // an int: GCC does not vectorise a bool reduction
+    for (std::int64_t i = 0; i < n; ++i)
+      miss |= vm::fmod_f32_in_range(a[i * sa], b[i * sb]) ? 0 : 1;
+    if (miss == 0) {
       run2<float, floormod_f32_fast>(a, sa, b, sb, dst, n);
       return;
     }
@@ -271,10 +320,12 @@ Table<T> make_table() {
 #define BINARY_FN(k) run2<T, &elementwise_fns::BinaryFn<BinaryOp::k, T>::apply>
 #define F32_IN_RANGE(f, in, g, d) run_in_range<T, vm::f, vm::in, vm::g, vm::d>
 #define EACH(f) run<T, vm::f<T>>
+#define EACH_FAST(fast, in, full) run_fast<T, vm::fast<T>, vm::in<T>, vm::full<T>>
 #define EACH_BY_TYPE(f, d) run_by_type<T, vm::f, vm::d>
 #define OPWEAVE_TABLE_ROW(Name, name, type, cost, types, loop) t.name = &loop;
   OPWEAVE_UNARY_OPS(OPWEAVE_TABLE_ROW)
 #undef EACH
+#undef EACH_FAST
 #undef EACH_BY_TYPE
 #define EACH(f) run2<T, vm::f<T>>
 #define EACH_BY_TYPE(f, d) run2_by_type<T, vm::f, vm::d>
