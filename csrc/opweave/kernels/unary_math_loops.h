@@ -4,9 +4,10 @@
 // unary_math_loops_avx512.cpp (-mavx512f ...), the wider ones with -ffp-contract=off so no
 // multiply-add is fused behind our back. All builds do the same operations in the same order, so
 // results do not depend on the ISA (pow's explicit fused multiply-adds are the instruction in the
-// wider builds and the C library's correctly rounded fma in the baseline one: the same bits). The AVX2 build matters beyond width: float64 exp/tanh need 64-bit integer
-// compares (SSE4.2) to vectorise at all, and floor/ceil/round of float64 the same, so the baseline
-// build runs them scalar. elementwise.cpp picks the table once with cpu_info().
+// wider builds and the C library's correctly rounded fma in the baseline one: the same bits). The
+// AVX2 build matters beyond width: float64 exp/tanh need 64-bit integer compares (SSE4.2) to
+// vectorise at all, and floor/ceil/round of float64 the same, so the baseline build runs them
+// scalar. elementwise.cpp picks the table once with cpu_info().
 //
 // Functions without a vectorisable formula here (float64 sin, cos, pow and fmod; float32
 // operands outside the range of the float32 formulas) call the C library, element by element: the
