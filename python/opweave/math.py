@@ -1,6 +1,6 @@
 """``opweave.math``: TensorFlow's ``tf.math`` namespace, the same functions as at the top level
 (every element-wise unary op of ``ops/math_unary.py`` by its ``__all__``, so a new one needs no
-entry here).
+entry here, except ``inv``: TensorFlow's ``Inv`` has no ``tf.math`` name).
 
 >>> import opweave as ow
 >>> ow.math.sqrt is ow.sqrt
@@ -94,4 +94,5 @@ __all__ = [
     "tanh",
     "truediv",
 ]
-__all__ += _math_unary.__all__
+__all__ += [name for name in _math_unary.__all__ if name != "inv"]
+del inv  # noqa: F821  (from the star import above)
