@@ -101,10 +101,7 @@ def eager_function(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
     def run(*args: Any, _num_threads: int | None = None, **kwargs: Any) -> Any:
         threads = 0
         if _num_threads is not None:
-            if type(_num_threads) is int and 1 <= _num_threads <= 4096:
-                threads = _num_threads  # the usual case, without check_int's general path
-            else:
-                threads = _checks.check_int(_num_threads, "_num_threads", minimum=1, maximum=4096)
+            threads = _checks.check_int(_num_threads, "_num_threads", minimum=1, maximum=4096)
         if fast is not None:
             result = fast(args, kwargs, threads)
             if result is not _MISS:
