@@ -657,6 +657,20 @@ def test_cached_calls_key_the_values_a_shape_function_reads() -> None:
         kernels.reshape(x, np.array([4, 2], dtype=np.int32))
 
 
+def test_cached_calls_key_lists_of_ints_apart_from_lists_of_other_values() -> None:
+    # A list of plain ints has a key of its own; the same numbers as floats or bools, or as
+    # a tuple, are other signatures, which the whole path accepts or refuses as it should.
+    x = np.arange(16, dtype=np.float32).reshape(4, 4)
+    for _ in range(2):
+        np.testing.assert_array_equal(kernels.slice(x, [1, 1], [2, 2]), x[1:3, 1:3])
+        np.testing.assert_array_equal(kernels.slice(x, (1, 0), (2, 3)), x[1:3, 0:3])
+        np.testing.assert_array_equal(kernels.pad(x, [[1, 0], [0, 1]]), np.pad(x, [[1, 0], [0, 1]]))
+        with pytest.raises((TypeError, ValueError)):
+            kernels.slice(x, [1.0, 1], [2, 2])
+        with pytest.raises((TypeError, ValueError)):
+            kernels.slice(x, [True, 1], [2, 2])
+
+
 def test_cached_calls_still_check_attrs_and_threads() -> None:
     x = np.arange(6, dtype=np.float32).reshape(2, 3)
     np.testing.assert_array_equal(kernels.reduce_sum(x, 1), x.sum(1))

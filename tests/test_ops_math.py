@@ -243,6 +243,7 @@ CASES = [
     *_unary_rows("Inv", ow.inv, np.reciprocal, FLOATS, domain=POSITIVE, grad2=True, half=False),
     *_unary_rows("Sin", ow.sin, np.sin, FLOATS, domain=(-10.0, 10.0), grad2=True),
     *_unary_rows("Cos", ow.cos, np.cos, FLOATS, domain=(-10.0, 10.0), grad2=True),
+    *_unary_rows("Tan", ow.tan, np.tan, FLOATS, domain=(-1.4, 1.4), grad2=True),
     *_unary_rows("IsNan", ow.is_nan, np.isnan, FLOATS, grad=False, values=_with_specials),
     *_unary_rows("IsInf", ow.is_inf, np.isinf, FLOATS, grad=False, values=_with_specials),
     *_unary_rows("IsFinite", ow.is_finite, np.isfinite, FLOATS, grad=False, values=_with_specials),
@@ -444,6 +445,7 @@ def test_float_functions_at_their_special_values(dtype: Any) -> None:
             (k.reciprocal(x), 1 / x),
             (k.sin(x), np.sin(x)),
             (k.cos(x), np.cos(x)),
+            (k.tan(x), np.tan(x)),
         ]:
             np.testing.assert_allclose(got, want.astype(dtype), rtol=2 * np.finfo(dtype).eps)
             real = ~np.isnan(want)  # a NaN's sign bit means nothing
@@ -485,6 +487,26 @@ def test_sin_and_cos_of_huge_float32_arguments_match_the_c_library() -> None:
     x = np.array([1e7, -3.3e20, 1e38, 2.0**20 + 1.0], np.float32)
     np.testing.assert_allclose(ow.kernels.sin(x), np.sin(x.astype(np.float64)), atol=1e-6)
     np.testing.assert_allclose(ow.kernels.cos(x), np.cos(x.astype(np.float64)), atol=1e-6)
+    np.testing.assert_allclose(ow.kernels.tan(x), np.tan(x.astype(np.float64)), rtol=1e-6)
+
+
+def test_float32_tan_is_within_an_ulp_next_to_its_poles() -> None:
+    # The floats nearest the odd multiples of pi/2 below 2^20, and random angles: the quotient of
+    # the reduced sine and cosine, in double, rounds to the float nearest tan(x) within an ulp.
+    k = np.arange(-300000, 300000, 7)
+    near = (k * (np.pi / 2)).astype(np.float32)
+    x = np.concatenate(
+        [
+            near,
+            np.nextafter(near, np.float32(np.inf)),
+            np.nextafter(near, np.float32(-np.inf)),
+            np.random.default_rng(5).uniform(-1e5, 1e5, 20000).astype(np.float32),
+        ]
+    )
+    want = np.tan(x.astype(np.float64))
+    got = ow.kernels.tan(x).astype(np.float64)
+    ulp = np.spacing(np.abs(want).astype(np.float32)).astype(np.float64)
+    assert np.max(np.abs(got - want) / ulp) <= 1.0
 
 
 def test_integer_abs_and_square_wrap() -> None:

@@ -1257,8 +1257,8 @@ def test_a_run_time_error_names_the_original_node() -> None:
 
 _UNARY = [
     "neg", "tanh", "exp", "sigmoid", "abs", "square", "relu", "sqrt", "log", "floor", "sin",
-    "log1p", "expm1", "rsqrt", "reciprocal", "ceil", "round", "cos", "sign", "relu6", "leaky",
-    "clip",
+    "log1p", "expm1", "rsqrt", "reciprocal", "ceil", "round", "cos", "tan", "sign", "relu6",
+    "leaky", "clip",
 ]  # fmt: skip
 _BINARY = [
     "add", "sub", "mul", "div", "maximum", "minimum", "sqdiff", "pow", "floordiv", "floormod",
@@ -1286,6 +1286,7 @@ def _apply(op: str, args: list[Any]) -> Any:
         "ceil": ow.ceil,
         "round": ow.round,
         "cos": ow.cos,
+        "tan": ow.tan,
         "sign": ow.sign,
         "relu6": ow.nn.relu6,
         "leaky": lambda a: ow.nn.leaky_relu(a, alpha=0.3),

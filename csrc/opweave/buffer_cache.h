@@ -13,6 +13,8 @@
 //   release_buffer(p, bytes);          // the same `bytes` as the allocation
 //
 // Under AddressSanitizer nothing is cached, so a use after free of a tensor is still caught.
+// Blocks of 4 MiB and more start on 2 MiB boundaries and are offered transparent huge pages, as
+// NumPy's arrays are (buffer_cache.cpp says why).
 #pragma once
 
 #include <cstddef>

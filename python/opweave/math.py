@@ -1,4 +1,6 @@
-"""``opweave.math``: TensorFlow's ``tf.math`` namespace, the same functions as at the top level.
+"""``opweave.math``: TensorFlow's ``tf.math`` namespace, the same functions as at the top level
+(every element-wise unary op of ``ops/math_unary.py`` by its ``__all__``, so a new one needs no
+entry here, except ``inv``: TensorFlow's ``Inv`` has no ``tf.math`` name).
 
 >>> import opweave as ow
 >>> ow.math.sqrt is ow.sqrt
@@ -7,35 +9,25 @@ True
 
 from __future__ import annotations
 
+from .ops import math_unary as _math_unary
 from .ops.math_ops import (
-    abs,
     add,
     add_n,
     argmax,
     argmin,
-    ceil,
-    cos,
     cumprod,
     cumsum,
     divide,
     equal,
     exp,
-    expm1,
-    floor,
     floordiv,
     floormod,
     greater,
     greater_equal,
     invert_permutation,
-    is_finite,
-    is_inf,
-    is_nan,
     less,
     less_equal,
-    log,
-    log1p,
     logical_and,
-    logical_not,
     logical_or,
     logical_xor,
     maximum,
@@ -45,7 +37,6 @@ from .ops.math_ops import (
     negative,
     not_equal,
     pow,
-    reciprocal,
     reduce_all,
     reduce_any,
     reduce_logsumexp,
@@ -54,48 +45,32 @@ from .ops.math_ops import (
     reduce_min,
     reduce_prod,
     reduce_sum,
-    round,
-    rsqrt,
     sigmoid,
-    sign,
-    sin,
-    sqrt,
-    square,
     squared_difference,
     subtract,
     tanh,
     truediv,
 )
+from .ops.math_unary import *  # noqa: F403  (the element-wise unary ops)
 
 __all__ = [
-    "abs",
     "add",
     "add_n",
     "argmax",
     "argmin",
-    "ceil",
-    "cos",
     "cumprod",
     "cumsum",
     "divide",
     "equal",
     "exp",
-    "expm1",
-    "floor",
     "floordiv",
     "floormod",
     "greater",
     "greater_equal",
     "invert_permutation",
-    "is_finite",
-    "is_inf",
-    "is_nan",
     "less",
     "less_equal",
-    "log",
-    "log1p",
     "logical_and",
-    "logical_not",
     "logical_or",
     "logical_xor",
     "maximum",
@@ -105,7 +80,6 @@ __all__ = [
     "negative",
     "not_equal",
     "pow",
-    "reciprocal",
     "reduce_all",
     "reduce_any",
     "reduce_logsumexp",
@@ -114,15 +88,11 @@ __all__ = [
     "reduce_min",
     "reduce_prod",
     "reduce_sum",
-    "round",
-    "rsqrt",
     "sigmoid",
-    "sign",
-    "sin",
-    "sqrt",
-    "square",
     "squared_difference",
     "subtract",
     "tanh",
     "truediv",
 ]
+__all__ += [name for name in _math_unary.__all__ if name != "inv"]
+del inv  # noqa: F821  (from the star import above)

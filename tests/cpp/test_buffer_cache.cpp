@@ -77,6 +77,18 @@ OPWEAVE_TEST(small_buffers_bypass_the_cache_and_blocks_are_64_byte_aligned) {
   empty_buffer_cache();
 }
 
+OPWEAVE_TEST(blocks_of_4_mib_and_more_start_on_huge_page_boundaries) {
+  // So the kernel can back them with 2 MiB pages (they are offered as NumPy offers its arrays).
+  for (const std::size_t bytes : {4 * kMiB, 5 * kMiB + 3, 300 * kMiB}) {
+    void* p = allocate_buffer(bytes);
+    OPWEAVE_CHECK(p != nullptr);
+    OPWEAVE_CHECK_EQ(reinterpret_cast<std::uintptr_t>(p) % (2 * kMiB), std::uintptr_t{0});
+    std::memset(p, 1, bytes);  // the whole request is usable
+    release_buffer(p, bytes);
+  }
+  empty_buffer_cache();
+}
+
 OPWEAVE_TEST(the_cache_never_holds_more_than_its_cap) {
   empty_buffer_cache();
   // Blocks this big are mapped, not touched: 320 MiB of them cost no RSS.

@@ -1,7 +1,8 @@
-// The floating-point math loops give the same bits in every build the CPU can run (baseline,
-// AVX2, AVX-512): the wider builds do the same operations in the same order and fuse no
-// multiply-add, so a result never depends on the machine's instruction set. Inputs cover every
-// binade, zeros, infinities, NaN, subnormals and the float32 ranges with C library fallbacks.
+// The floating-point math loops (every row of elementwise_list.h) give the same bits in every
+// build the CPU can run (baseline, AVX2, AVX-512): the wider builds do the same operations in the
+// same order and fuse no multiply-add, so a result never depends on the machine's instruction set.
+// Inputs cover every binade, zeros, infinities, NaN, subnormals and the float32 ranges with C
+// library fallbacks.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -92,26 +93,21 @@ void check_every_build_matches_the_baseline() {
   const Table<T>& base = all.front();
   for (std::size_t k = 1; k < all.size(); ++k) {
     const Table<T>& t = all[k];
+    // Every row of elementwise_list.h.
+#define OPWEAVE_UNARY_ROW(Name, name, ...) {#name, &Table<T>::name},
     const std::pair<const char*, RunFn<T> Table<T>::*> unary[] = {
-        {"exp", &Table<T>::exp},          {"tanh", &Table<T>::tanh},
-        {"sigmoid", &Table<T>::sigmoid},  {"log", &Table<T>::log},
-        {"log1p", &Table<T>::log1p},      {"expm1", &Table<T>::expm1},
-        {"sin", &Table<T>::sin},          {"cos", &Table<T>::cos},
-        {"sqrt", &Table<T>::sqrt},        {"rsqrt", &Table<T>::rsqrt},
-        {"recip", &Table<T>::reciprocal}, {"abs", &Table<T>::abs},
-        {"sign", &Table<T>::sign},        {"square", &Table<T>::square},
-        {"floor", &Table<T>::floor},      {"ceil", &Table<T>::ceil},
-        {"round", &Table<T>::round}};
+        OPWEAVE_UNARY_OPS(OPWEAVE_UNARY_ROW)};
+#undef OPWEAVE_UNARY_ROW
     for (const auto& [name, fn] : unary) {
       std::vector<T> want(x.size()), got(x.size());
       (base.*fn)(x.data(), 1, want.data(), n);
       (t.*fn)(x.data(), 1, got.data(), n);
       if (!same_bits(got, want, x, name)) testing::report_failure(__FILE__, __LINE__, name);
     }
+#define OPWEAVE_BINARY_ROW(Name, name, ...) {#name, &Table<T>::name},
     const std::pair<const char*, BinaryRunFn<T> Table<T>::*> binary[] = {
-        {"pow", &Table<T>::pow},
-        {"floormod", &Table<T>::floormod},
-        {"squared_difference", &Table<T>::squared_difference}};
+        OPWEAVE_BINARY_OPS(OPWEAVE_BINARY_ROW)};
+#undef OPWEAVE_BINARY_ROW
     for (const auto& [name, fn] : binary) {
       std::vector<T> want(x.size()), got(x.size());
       (base.*fn)(x.data(), 1, y.data(), 1, want.data(), n);
@@ -121,7 +117,55 @@ void check_every_build_matches_the_baseline() {
   }
 }
 
+// The loops that take a shortcut over blocks of ordinary values (EACH_FAST, F32_IN_RANGE) give
+// the element the same bits whether its block took the shortcut or not: each value is computed in
+// a block of ordinary values, then again in blocks holding a NaN, an infinity or a huge value.
+template <typename T>
+void check_shortcuts_give_the_full_paths_bits() {
+  std::mt19937_64 rng(9);
+  std::uniform_real_distribution<double> angle(-30.0, 30.0);
+  std::vector<T> x;
+  for (int e = -60; e <= 60; ++e) {
+    for (int k = 0; k < 20; ++k) x.push_back(static_cast<T>(std::ldexp(angle(rng), e) / 32));
+  }
+  for (int k = 0; k < 2000; ++k) x.push_back(static_cast<T>(angle(rng)));
+  std::vector<T> spoiled = x;
+  const T specials[] = {std::numeric_limits<T>::quiet_NaN(), std::numeric_limits<T>::infinity(),
+                        T(-1e30), T(3e7)};
+  for (std::size_t i = 0; i < spoiled.size(); i += 97) spoiled[i] = specials[(i / 97) % 4];
+  const std::int64_t n = static_cast<std::int64_t>(x.size());
+  for (const Table<T>& t : tables<T>()) {
+#define OPWEAVE_UNARY_ROW(Name, name, ...) {#name, t.name},
+    const std::pair<const char*, RunFn<T>> unary[] = {OPWEAVE_UNARY_OPS(OPWEAVE_UNARY_ROW)};
+#undef OPWEAVE_UNARY_ROW
+    for (const auto& [name, fn] : unary) {
+      std::vector<T> clean(x.size()), mixed(x.size());
+      fn(x.data(), 1, clean.data(), n);
+      fn(spoiled.data(), 1, mixed.data(), n);
+      for (std::size_t i = 0; i < x.size(); i += 97) mixed[i] = clean[i];
+      if (!same_bits(mixed, clean, x, name)) testing::report_failure(__FILE__, __LINE__, name);
+      // In place (an input's buffer reused for the output) and strided take other paths.
+      std::vector<T> in_place = spoiled;
+      fn(in_place.data(), 1, in_place.data(), n);
+      for (std::size_t i = 0; i < x.size(); i += 97) in_place[i] = clean[i];
+      if (!same_bits(in_place, clean, x, name)) testing::report_failure(__FILE__, __LINE__, name);
+      std::vector<T> wide(2 * x.size()), strided(x.size());
+      for (std::size_t i = 0; i < x.size(); ++i) wide[2 * i] = x[i];
+      fn(wide.data(), 2, strided.data(), n);
+      if (!same_bits(strided, clean, x, name)) testing::report_failure(__FILE__, __LINE__, name);
+    }
+  }
+}
+
 }  // namespace
+
+OPWEAVE_TEST(float32_shortcuts_give_the_full_paths_bits) {
+  check_shortcuts_give_the_full_paths_bits<float>();
+}
+
+OPWEAVE_TEST(float64_shortcuts_give_the_full_paths_bits) {
+  check_shortcuts_give_the_full_paths_bits<double>();
+}
 
 OPWEAVE_TEST(float32_math_loops_give_the_same_bits_in_every_build) {
   check_every_build_matches_the_baseline<float>();

@@ -75,9 +75,11 @@ Best<T, kMax> best_of_run_scalar(const T* x, std::int64_t n) {
 template <typename T>
 const argminmax_detail::RunFns<T> g_run_fns =
 #if defined(OPWEAVE_X86_64)
-    isa_flags().can_run_avx2_files() ? argminmax_detail::run_fns_avx2<T>() :
+    isa_flags().can_run_avx512_files() ? argminmax_detail::run_fns_avx512<T>()
+    : isa_flags().can_run_avx2_files() ? argminmax_detail::run_fns_avx2<T>()
+                                       :
 #endif
-                                     argminmax_detail::run_fns_baseline<T>();
+                                       argminmax_detail::run_fns_baseline<T>();
 
 template <typename T, bool kMax>
 Best<T, kMax> best_of_run(const T* x, std::int64_t n) {

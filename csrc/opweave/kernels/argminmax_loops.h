@@ -1,7 +1,8 @@
-// The inner loops of ArgMax / ArgMin (argminmax.cpp), compiled twice from this one source:
-// argminmax_loops.cpp (baseline x86-64, 16-byte vectors) and argminmax_loops_avx2.cpp (-mavx2,
-// 32-byte vectors). Comparisons and selects are exact, and the lanes merge by the rule in
-// argminmax.cpp whatever their number, so both builds give the same index.
+// The inner loops of ArgMax / ArgMin (argminmax.cpp), compiled three times from this one source:
+// argminmax_loops.cpp (baseline x86-64, 16-byte vectors), argminmax_loops_avx2.cpp (-mavx2,
+// 32-byte vectors) and argminmax_loops_avx512.cpp (64-byte vectors). Comparisons and selects are
+// exact, and the lanes merge by the rule in argminmax.cpp whatever their number, so every build
+// gives the same index.
 #pragma once
 
 #include <cstdint>
@@ -29,6 +30,8 @@ template <typename T>
 RunFns<T> run_fns_baseline();
 template <typename T>
 RunFns<T> run_fns_avx2();
+template <typename T>
+RunFns<T> run_fns_avx512();
 
 }  // namespace opweave::argminmax_detail
 
@@ -42,7 +45,9 @@ namespace {
 // Lanes of the scalar loop (for the tail and for 1- and 2-byte types).
 constexpr int kLanes = 16;
 // The vector width of this build.
-#if defined(__AVX2__)
+#if defined(__AVX512F__)
+constexpr int kVectorBytes = 64;
+#elif defined(__AVX2__)
 constexpr int kVectorBytes = 32;
 #else
 constexpr int kVectorBytes = 16;

@@ -1,7 +1,8 @@
 // The flat loops of the comparisons (compare_select.cpp): both operands laid out like the output,
 // or one of them a single element. Compiled twice from this one source: compare_loops.cpp
-// (baseline x86-64, 16-byte vectors) and compare_loops_avx2.cpp (-mavx2, 32-byte vectors). A
-// comparison is exact, so both builds give the same bools.
+// (baseline x86-64, 16-byte vectors), compare_loops_avx2.cpp (-mavx2, 32-byte vectors) and
+// compare_loops_avx512.cpp (mask registers). A comparison is exact, so every build gives the same
+// bools.
 #pragma once
 
 #include <cstdint>
@@ -28,6 +29,8 @@ template <typename T>
 FlatFns<T> flat_fns_baseline();
 template <typename T>
 FlatFns<T> flat_fns_avx2();
+template <typename T>
+FlatFns<T> flat_fns_avx512();
 
 }  // namespace opweave::compare_detail
 

@@ -44,9 +44,11 @@ bool compare_one(CompareOp op, const T& a, const T& b) {
 template <typename T>
 const compare_detail::FlatFns<T> g_flat_fns =
 #if defined(OPWEAVE_X86_64)
-    isa_flags().can_run_avx2_files() ? compare_detail::flat_fns_avx2<T>() :
+    isa_flags().can_run_avx512_files() ? compare_detail::flat_fns_avx512<T>()
+    : isa_flags().can_run_avx2_files() ? compare_detail::flat_fns_avx2<T>()
+                                       :
 #endif
-                                     compare_detail::flat_fns_baseline<T>();
+                                       compare_detail::flat_fns_baseline<T>();
 
 static_assert(static_cast<int>(CompareOp::kEqual) == compare_detail::kEq &&
               static_cast<int>(CompareOp::kNotEqual) == compare_detail::kNe &&

@@ -1,5 +1,7 @@
-// Element-wise binary ops (with NumPy broadcasting), unary ops and add_n. Inputs are read through
-// their strides; the output is a new contiguous tensor. Large outputs are split across the pool in
+// Element-wise binary ops (with NumPy broadcasting), unary ops and add_n: the rows of
+// elementwise_list.h, whose float loops are the ISA table's (unary_math_loops.h) and integer ones
+// elementwise_fns.h's. Inputs are read through their strides; the output is a new contiguous
+// tensor. Large outputs are split across the pool in
 // contiguous chunks: each element is computed by the same expression whoever runs it, so the
 // result never depends on the thread count.
 #include <cmath>
@@ -22,81 +24,22 @@ using kernel_detail::for_elements;
 using kernel_detail::kElementwiseParallelThreshold;
 using kernel_detail::StridedLoop;
 
-const char* binary_name(BinaryOp op) {
-  switch (op) {
-    case BinaryOp::kAdd:
-      return "add";
-    case BinaryOp::kSub:
-      return "sub";
-    case BinaryOp::kMul:
-      return "mul";
-    case BinaryOp::kDiv:
-      return "div";
-    case BinaryOp::kFloorDiv:
-      return "floordiv";
-    case BinaryOp::kTruncDiv:
-      return "truncatediv";
-    case BinaryOp::kMaximum:
-      return "maximum";
-    case BinaryOp::kMinimum:
-      return "minimum";
-    case BinaryOp::kReluGrad:
-      return "relu_grad";
-    case BinaryOp::kPow:
-      return "pow";
-    case BinaryOp::kFloorMod:
-      return "floormod";
-    case BinaryOp::kSquaredDifference:
-      return "squared_difference";
-  }
-  return "binary";
-}
+// What a row of elementwise_list.h says about its op, indexed by the enumerator.
+struct OpFacts {
+  const char* name;    // in error messages
+  double cost;         // work per element relative to an add
+  ElementTypes types;  // the dtypes it takes
+};
 
-const char* unary_name(UnaryOp op) {
-  switch (op) {
-    case UnaryOp::kNeg:
-      return "neg";
-    case UnaryOp::kRelu:
-      return "relu";
-    case UnaryOp::kExp:
-      return "exp";
-    case UnaryOp::kTanh:
-      return "tanh";
-    case UnaryOp::kSigmoid:
-      return "sigmoid";
-    case UnaryOp::kAbs:
-      return "abs";
-    case UnaryOp::kSign:
-      return "sign";
-    case UnaryOp::kSquare:
-      return "square";
-    case UnaryOp::kSqrt:
-      return "sqrt";
-    case UnaryOp::kRsqrt:
-      return "rsqrt";
-    case UnaryOp::kLog:
-      return "log";
-    case UnaryOp::kLog1p:
-      return "log1p";
-    case UnaryOp::kExpm1:
-      return "expm1";
-    case UnaryOp::kFloor:
-      return "floor";
-    case UnaryOp::kCeil:
-      return "ceil";
-    case UnaryOp::kRound:
-      return "round";
-    case UnaryOp::kReciprocal:
-      return "reciprocal";
-    case UnaryOp::kSin:
-      return "sin";
-    case UnaryOp::kCos:
-      return "cos";
-    case UnaryOp::kLogicalNot:
-      return "logical_not";
-  }
-  return "unary";
-}
+#define OPWEAVE_FACTS(Name, name, type, cost, types, loop) {#name, cost, ElementTypes::types},
+constexpr OpFacts kBinaryFacts[] = {OPWEAVE_BINARY_OPS(OPWEAVE_FACTS)};
+constexpr OpFacts kUnaryFacts[] = {
+    OPWEAVE_UNARY_OPS(OPWEAVE_FACTS)  // one per row, then the op on bool
+    {"logical_not", 1.0, ElementTypes::kAll}};
+#undef OPWEAVE_FACTS
+
+constexpr const OpFacts& facts(BinaryOp op) { return kBinaryFacts[static_cast<int>(op)]; }
+constexpr const OpFacts& facts(UnaryOp op) { return kUnaryFacts[static_cast<int>(op)]; }
 
 using namespace elementwise_fns;  // NOLINT: the shared element functions
 
@@ -124,19 +67,23 @@ unary_math::Table<T> select_math_table() {
 const unary_math::Table<float> g_math_f32 = select_math_table<float>();
 const unary_math::Table<double> g_math_f64 = select_math_table<double>();
 
+// The float loop of a binary op: the ISA table's (elementwise_list.h).
 template <BinaryOp Op, typename T>
 unary_math::BinaryRunFn<T> table_binary() {
   const unary_math::Table<T>& t = math_table<T>();
-  if constexpr (Op == BinaryOp::kPow) return t.pow;
-  if constexpr (Op == BinaryOp::kFloorMod) return t.floormod;
-  return t.squared_difference;
+#define OPWEAVE_TABLE_LOOP(Name, name, ...) \
+  if constexpr (Op == BinaryOp::k##Name) return t.name;
+  OPWEAVE_BINARY_OPS(OPWEAVE_TABLE_LOOP)
+#undef OPWEAVE_TABLE_LOOP
+  return nullptr;
 }
 
-// The three inner-loop shapes worth specialising: both inputs contiguous, one a broadcast scalar.
-// Written as plain indexed loops so the compiler vectorises them.
+// Floats: the ISA table's loop. Integers and bool: the three inner-loop shapes worth
+// specialising (both inputs contiguous, one a broadcast scalar), written as plain indexed loops so
+// the compiler vectorises them.
 template <BinaryOp Op, typename T>
 void binary_run(const T* a, std::int64_t sa, const T* b, std::int64_t sb, T* out, std::int64_t n) {
-  if constexpr (std::is_floating_point_v<T> && kTableBinary<Op>) {
+  if constexpr (std::is_floating_point_v<T>) {
     table_binary<Op, T>()(a, sa, b, sb, out, n);
     return;
   }
@@ -167,7 +114,7 @@ inline std::int64_t flat_stride(const Tensor& t, std::int64_t numel) {
 // Elements of work an element of op costs, relative to an add; the polynomial and remainder ops
 // are worth splitting over threads at smaller sizes.
 template <BinaryOp Op>
-constexpr double kBinaryCost = Op == BinaryOp::kPow || Op == BinaryOp::kFloorMod ? 20.0 : 1.0;
+constexpr double kBinaryCost = facts(Op).cost;
 template <BinaryOp Op>
 constexpr std::int64_t kBinaryThreshold =
     kBinaryCost<Op> > 1.0 ? kElementwiseParallelThreshold / 8 : kElementwiseParallelThreshold;
@@ -185,30 +132,25 @@ void binary_flat(const T* pa, std::int64_t sa, const T* pb, std::int64_t sb, T* 
 template <typename Fn>
 void with_binary_op(BinaryOp op, Fn&& fn) {
   switch (op) {
-    case BinaryOp::kAdd:
-      return fn(std::integral_constant<BinaryOp, BinaryOp::kAdd>{});
-    case BinaryOp::kSub:
-      return fn(std::integral_constant<BinaryOp, BinaryOp::kSub>{});
-    case BinaryOp::kMul:
-      return fn(std::integral_constant<BinaryOp, BinaryOp::kMul>{});
-    case BinaryOp::kDiv:
-      return fn(std::integral_constant<BinaryOp, BinaryOp::kDiv>{});
-    case BinaryOp::kFloorDiv:
-      return fn(std::integral_constant<BinaryOp, BinaryOp::kFloorDiv>{});
-    case BinaryOp::kTruncDiv:
-      return fn(std::integral_constant<BinaryOp, BinaryOp::kTruncDiv>{});
-    case BinaryOp::kMaximum:
-      return fn(std::integral_constant<BinaryOp, BinaryOp::kMaximum>{});
-    case BinaryOp::kMinimum:
-      return fn(std::integral_constant<BinaryOp, BinaryOp::kMinimum>{});
-    case BinaryOp::kReluGrad:
-      return fn(std::integral_constant<BinaryOp, BinaryOp::kReluGrad>{});
-    case BinaryOp::kPow:
-      return fn(std::integral_constant<BinaryOp, BinaryOp::kPow>{});
-    case BinaryOp::kFloorMod:
-      return fn(std::integral_constant<BinaryOp, BinaryOp::kFloorMod>{});
-    case BinaryOp::kSquaredDifference:
-      return fn(std::integral_constant<BinaryOp, BinaryOp::kSquaredDifference>{});
+#define OPWEAVE_CASE(Name, ...) \
+  case BinaryOp::k##Name:       \
+    return fn(std::integral_constant<BinaryOp, BinaryOp::k##Name>{});
+    OPWEAVE_BINARY_OPS(OPWEAVE_CASE)
+#undef OPWEAVE_CASE
+  }
+}
+
+// Calls fn(std::integral_constant<UnaryOp, op>{}) for the ops of elementwise_list.h.
+template <typename Fn>
+void with_unary_op(UnaryOp op, Fn&& fn) {
+  switch (op) {
+#define OPWEAVE_CASE(Name, ...) \
+  case UnaryOp::k##Name:        \
+    return fn(std::integral_constant<UnaryOp, UnaryOp::k##Name>{});
+    OPWEAVE_UNARY_OPS(OPWEAVE_CASE)
+#undef OPWEAVE_CASE
+    case UnaryOp::kLogicalNot:
+      break;
   }
 }
 
@@ -308,16 +250,19 @@ const Table<double>& selected_table<double>() {
 }  // namespace unary_math
 
 Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b, ThreadPool* pool) {
-  const char* name = binary_name(op);
+  const char* name = facts(op).name;
   if (a.dtype() != b.dtype()) {
     throw_invalid_argument(std::string(name) + ": both inputs must have the same dtype, got " +
                            dtype_name(a.dtype()) + " " + shape_to_string(a.shape()) + " and " +
                            dtype_name(b.dtype()) + " " + shape_to_string(b.shape()));
   }
-  if (a.dtype() == DType::kBool && op != BinaryOp::kAdd && op != BinaryOp::kMul &&
-      op != BinaryOp::kMaximum && op != BinaryOp::kMinimum) {
-    throw_invalid_argument(std::string(name) + " does not support bool inputs (shapes " +
-                           shape_to_string(a.shape()) + " and " + shape_to_string(b.shape()) + ")");
+  if ((a.dtype() == DType::kBool && facts(op).types != ElementTypes::kAll) ||
+      (!dtype_is_floating(a.dtype()) && facts(op).types == ElementTypes::kFloats)) {
+    throw_invalid_argument(
+        std::string(name) + " does not support " +
+        (a.dtype() == DType::kBool ? std::string("bool inputs")
+                                   : std::string("dtype ") + dtype_name(a.dtype())) +
+        " (shapes " + shape_to_string(a.shape()) + " and " + shape_to_string(b.shape()) + ")");
   }
   // The result has one operand's shape when the shapes match or the other is one element of no
   // higher rank (x + 1.0): no broadcasting to work out.
@@ -348,8 +293,9 @@ Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b, ThreadPool* pool) {
 bool binary_in_place(BinaryOp op, const Tensor& a, const Tensor& b, int into, ThreadPool* pool) {
   const Tensor& target = into == 0 ? a : b;
   const Tensor& other = into == 0 ? b : a;
-  // Bool and mixed dtypes: binary() has the rules and the error messages.
+  // Bool, mixed and unsupported dtypes: binary() has the rules and the error messages.
   if (a.dtype() != b.dtype() || a.dtype() == DType::kBool) return false;
+  if (!dtype_is_floating(a.dtype()) && facts(op).types == ElementTypes::kFloats) return false;
   if (target.numel() == 0 || !target.is_contiguous()) return false;
   // The result must have the target's shape: the other operand has the same shape, is one
   // element of no higher rank, or broadcasts to the target's shape (a bias row).
@@ -372,24 +318,10 @@ bool binary_in_place(BinaryOp op, const Tensor& a, const Tensor& b, int into, Th
 
 namespace {
 
-bool unary_needs_float(UnaryOp op) {
-  switch (op) {
-    case UnaryOp::kNeg:
-    case UnaryOp::kRelu:
-    case UnaryOp::kAbs:
-    case UnaryOp::kSign:
-    case UnaryOp::kSquare:
-    case UnaryOp::kRound:
-    case UnaryOp::kLogicalNot:
-      return false;
-    default:
-      return true;
-  }
-}
-
 bool unary_supports(UnaryOp op, DType dtype) {
   if (op == UnaryOp::kLogicalNot) return dtype == DType::kBool;
-  return dtype != DType::kBool && (!unary_needs_float(op) || dtype_is_floating(dtype));
+  return dtype != DType::kBool &&
+         (dtype_is_floating(dtype) || facts(op).types != ElementTypes::kFloats);
 }
 
 // The loop of a float op from the ISA-specific table.
@@ -397,112 +329,36 @@ template <typename T>
 unary_math::RunFn<T> table_unary(UnaryOp op) {
   const unary_math::Table<T>& t = math_table<T>();
   switch (op) {
-    case UnaryOp::kExp:
-      return t.exp;
-    case UnaryOp::kTanh:
-      return t.tanh;
-    case UnaryOp::kSigmoid:
-      return t.sigmoid;
-    case UnaryOp::kAbs:
-      return t.abs;
-    case UnaryOp::kSign:
-      return t.sign;
-    case UnaryOp::kSquare:
-      return t.square;
-    case UnaryOp::kSqrt:
-      return t.sqrt;
-    case UnaryOp::kRsqrt:
-      return t.rsqrt;
-    case UnaryOp::kLog:
-      return t.log;
-    case UnaryOp::kLog1p:
-      return t.log1p;
-    case UnaryOp::kExpm1:
-      return t.expm1;
-    case UnaryOp::kFloor:
-      return t.floor;
-    case UnaryOp::kCeil:
-      return t.ceil;
-    case UnaryOp::kRound:
-      return t.round;
-    case UnaryOp::kReciprocal:
-      return t.reciprocal;
-    case UnaryOp::kSin:
-      return t.sin;
-    case UnaryOp::kCos:
-      return t.cos;
-    default:
-      return nullptr;
-  }
-}
-
-// Elements of work an element costs, relative to a copy: the polynomial ops are worth splitting
-// over threads at smaller sizes.
-double unary_cost(UnaryOp op) {
-  switch (op) {
-    case UnaryOp::kNeg:
-    case UnaryOp::kRelu:
-    case UnaryOp::kAbs:
-    case UnaryOp::kSign:
-    case UnaryOp::kSquare:
-    case UnaryOp::kFloor:
-    case UnaryOp::kCeil:
-    case UnaryOp::kRound:
-    case UnaryOp::kReciprocal:
+#define OPWEAVE_CASE(Name, name, ...) \
+  case UnaryOp::k##Name:              \
+    return t.name;
+    OPWEAVE_UNARY_OPS(OPWEAVE_CASE)
+#undef OPWEAVE_CASE
     case UnaryOp::kLogicalNot:
-      return 1.0;
-    case UnaryOp::kSqrt:
-    case UnaryOp::kRsqrt:
-      return 4.0;
-    default:
-      return 20.0;
+      break;
   }
+  return nullptr;
 }
 
 // out = op(x) for a supported dtype and a non-empty x; out is contiguous with x's shape and may
 // be x itself when x is contiguous (each element is read before it is written).
 void unary_into(UnaryOp op, const Tensor& x, const Tensor& out, ThreadPool* pool) {
-  const double cost = unary_cost(op);
+  const double cost = facts(op).cost;
   dispatch_all(x.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (std::is_same_v<T, bool>) {
       // kLogicalNot, the one op on bool (unary_supports).
-      return unary_loop<T>(x, out, pool, [](T v) { return !v; }, cost);
+      unary_loop<T>(x, out, pool, [](T v) { return !v; }, cost);
     } else if constexpr (std::is_floating_point_v<T>) {
-      // Each op gets its own small lambda or loop so the body inlines and vectorises.
-      switch (op) {
-        case UnaryOp::kNeg:
-          return unary_loop<T>(x, out, pool, [](T v) { return -v; }, cost);
-        case UnaryOp::kRelu:
-          return unary_loop<T>(x, out, pool, [](T v) { return v < T(0) ? T(0) : v; }, cost);
-        // Memory-bound: the plain loop streams as fast as any build, without the table's call.
-        case UnaryOp::kAbs:
-          return unary_loop<T>(x, out, pool, [](T v) { return std::fabs(v); }, cost);
-        case UnaryOp::kSquare:
-          return unary_loop<T>(x, out, pool, [](T v) { return v * v; }, cost);
-        default:
-          return unary_runs<T>(x, out, pool, table_unary<T>(op), cost);
-      }
+      unary_runs<T>(x, out, pool, table_unary<T>(op), cost);
     } else {
-      switch (op) {
-        case UnaryOp::kNeg:
-          return unary_loop<T>(x, out, pool, [](T v) { return wrap_sub<T>(0, v); }, cost);
-        case UnaryOp::kRelu:
-          return unary_loop<T>(x, out, pool, [](T v) { return v < T(0) ? T(0) : v; }, cost);
-        case UnaryOp::kAbs:
-          // abs of the lowest value wraps to itself, as in TensorFlow and NumPy.
-          return unary_loop<T>(
-              x, out, pool, [](T v) { return v < T(0) ? wrap_sub<T>(0, v) : v; }, cost);
-        case UnaryOp::kSign:
-          return unary_loop<T>(
-              x, out, pool, [](T v) { return static_cast<T>((v > T(0)) - (v < T(0))); }, cost);
-        case UnaryOp::kSquare:
-          return unary_loop<T>(x, out, pool, [](T v) { return wrap_mul(v, v); }, cost);
-        case UnaryOp::kRound:
-          return unary_loop<T>(x, out, pool, [](T v) { return v; }, cost);
-        default:
-          break;  // float-only ops: rejected by unary_supports
-      }
+      with_unary_op(op, [&](auto kind) {
+        constexpr UnaryOp kOp = decltype(kind)::value;
+        // Float-only ops never get here (unary_supports).
+        if constexpr (facts(kOp).types != ElementTypes::kFloats) {
+          unary_loop<T>(x, out, pool, [](T v) { return IntUnaryFn<kOp, T>::apply(v); }, cost);
+        }
+      });
     }
   });
 }
@@ -511,7 +367,7 @@ void unary_into(UnaryOp op, const Tensor& x, const Tensor& out, ThreadPool* pool
 
 Tensor unary(UnaryOp op, const Tensor& x, ThreadPool* pool) {
   if (!unary_supports(op, x.dtype())) {
-    throw_invalid_argument(std::string(unary_name(op)) + " does not support dtype " +
+    throw_invalid_argument(std::string(facts(op).name) + " does not support dtype " +
                            dtype_name(x.dtype()) + " (input shape " + shape_to_string(x.shape()) +
                            ")");
   }

@@ -3,8 +3,9 @@
 // fused loop computes each element with the very functions the unfused ops use. Internal to
 // csrc/opweave/kernels.
 //
-// The functions live in an anonymous namespace: the per-ISA builds of the fused loops
-// (fused_elementwise_loops*.cpp, compiled with -mavx2 / -mavx512f) include them too, and an inline
+// The functions live in an anonymous namespace: the per-ISA builds of the fused loops and of the
+// math tables (fused_elementwise_loops*.cpp, unary_math_loops*.cpp, compiled with -mavx2 /
+// -mavx512f) include them too, and an inline
 // function with external linkage would let the linker keep one build's copy for every caller,
 // AVX-512 code in the baseline build included.
 #pragma once
@@ -133,16 +134,26 @@ struct BinaryFn {
       if constexpr (Op == BinaryOp::kMaximum) return nan_max(a, b);
       if constexpr (Op == BinaryOp::kMinimum) return nan_min(a, b);
       if constexpr (Op == BinaryOp::kReluGrad) return b > T(0) ? a : T(0);
-      // kPow, kFloorMod, kSquaredDifference: the ISA table's loops (binary_run).
+      // The other ops' float loops are not BinaryFn (elementwise_list.h).
       return a;
     }
   }
 };
 
-// The float ops whose loops come from the ISA-specific table (unary_math_loops.h).
-template <BinaryOp Op>
-constexpr bool kTableBinary =
-    Op == BinaryOp::kPow || Op == BinaryOp::kFloorMod || Op == BinaryOp::kSquaredDifference;
+// The integer element functions of the unary ops whose row in elementwise_list.h takes kNumbers
+// (their float loops are the ISA table's). Integers wrap like TensorFlow's: neg and abs of the
+// lowest value are itself; round of an integer is the integer.
+template <UnaryOp Op, typename T>
+struct IntUnaryFn {
+  static T apply(T v) {
+    if constexpr (Op == UnaryOp::kNeg) return wrap_sub<T>(0, v);
+    if constexpr (Op == UnaryOp::kRelu) return v < T(0) ? T(0) : v;
+    if constexpr (Op == UnaryOp::kAbs) return v < T(0) ? wrap_sub<T>(0, v) : v;
+    if constexpr (Op == UnaryOp::kSign) return static_cast<T>((v > T(0)) - (v < T(0)));
+    if constexpr (Op == UnaryOp::kSquare) return wrap_mul(v, v);
+    return v;  // kRound
+  }
+};
 
 // max(min(v, hi), lo) with NaN propagating from any operand, as TensorFlow's Minimum / Maximum.
 template <typename T>

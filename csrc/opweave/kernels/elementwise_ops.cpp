@@ -2,6 +2,7 @@
 // input's buffer when the executor may hand it over (an intermediate nothing else reads): no
 // allocation, which is most of a tiny op's cost. The executor measures their cost.
 #include "opweave/executor/kernel_registry.h"
+#include "opweave/kernels/elementwise_list.h"
 #include "opweave/kernels/kernels.h"
 
 namespace opweave {
@@ -42,38 +43,23 @@ void register_unary(const std::string& op, UnaryOp kind) {
 }  // namespace
 
 void register_elementwise_kernels() {
-  register_binary("Add", BinaryOp::kAdd);
-  register_binary("AddV2", BinaryOp::kAdd);
-  register_binary("Sub", BinaryOp::kSub);
-  register_binary("Mul", BinaryOp::kMul);
-  register_binary("RealDiv", BinaryOp::kDiv);
-  register_binary("FloorDiv", BinaryOp::kFloorDiv);
-  register_binary("Div", BinaryOp::kTruncDiv);
-  register_binary("Maximum", BinaryOp::kMaximum);
-  register_binary("Minimum", BinaryOp::kMinimum);
-  register_binary("ReluGrad", BinaryOp::kReluGrad);
-  register_unary("Neg", UnaryOp::kNeg);
-  register_unary("Relu", UnaryOp::kRelu);
-  register_unary("Exp", UnaryOp::kExp);
-  register_unary("Tanh", UnaryOp::kTanh);
-  register_unary("Sigmoid", UnaryOp::kSigmoid);
-  register_binary("Pow", BinaryOp::kPow);
-  register_binary("FloorMod", BinaryOp::kFloorMod);
-  register_binary("SquaredDifference", BinaryOp::kSquaredDifference);
+  // One kernel per row of elementwise_list.h, under its op type and its aliases.
+#define OPWEAVE_REGISTER_BINARY(Name, name, type, ...) register_binary(type, BinaryOp::k##Name);
+#define OPWEAVE_REGISTER_UNARY(Name, name, type, ...) register_unary(type, UnaryOp::k##Name);
+#define OPWEAVE_REGISTER_BINARY_ALIAS(type, Name) register_binary(type, BinaryOp::k##Name);
+#define OPWEAVE_REGISTER_UNARY_ALIAS(type, Name) register_unary(type, UnaryOp::k##Name);
+  OPWEAVE_BINARY_OPS(OPWEAVE_REGISTER_BINARY)
+  OPWEAVE_UNARY_OPS(OPWEAVE_REGISTER_UNARY)
+  OPWEAVE_BINARY_ALIASES(OPWEAVE_REGISTER_BINARY_ALIAS)
+  OPWEAVE_UNARY_ALIASES(OPWEAVE_REGISTER_UNARY_ALIAS)
+#undef OPWEAVE_REGISTER_BINARY
+#undef OPWEAVE_REGISTER_UNARY
+#undef OPWEAVE_REGISTER_BINARY_ALIAS
+#undef OPWEAVE_REGISTER_UNARY_ALIAS
   // On bool, Mul is a && b and Add is a || b.
   register_binary("LogicalAnd", BinaryOp::kMul);
   register_binary("LogicalOr", BinaryOp::kAdd);
-  const std::pair<const char*, UnaryOp> unaries[] = {
-      {"Abs", UnaryOp::kAbs},        {"Sign", UnaryOp::kSign},
-      {"Square", UnaryOp::kSquare},  {"Sqrt", UnaryOp::kSqrt},
-      {"Rsqrt", UnaryOp::kRsqrt},    {"Log", UnaryOp::kLog},
-      {"Log1p", UnaryOp::kLog1p},    {"Expm1", UnaryOp::kExpm1},
-      {"Floor", UnaryOp::kFloor},    {"Ceil", UnaryOp::kCeil},
-      {"Round", UnaryOp::kRound},    {"Reciprocal", UnaryOp::kReciprocal},
-      {"Inv", UnaryOp::kReciprocal}, {"Sin", UnaryOp::kSin},
-      {"Cos", UnaryOp::kCos},        {"LogicalNot", UnaryOp::kLogicalNot},
-  };
-  for (const auto& [op, kind] : unaries) register_unary(op, kind);
+  register_unary("LogicalNot", UnaryOp::kLogicalNot);
   const std::pair<const char*, PredicateOp> predicates[] = {{"IsNan", PredicateOp::kIsNan},
                                                             {"IsInf", PredicateOp::kIsInf},
                                                             {"IsFinite", PredicateOp::kIsFinite}};

@@ -1,9 +1,9 @@
 // The _FusedElementwise kernel (fused_elementwise.h): one loop nest over the output, cut into
 // blocks of kBlock elements; for each block every instruction of the program runs over the block
 // (its operands and result held in small L1-resident slots), and the last one writes the output.
-// Each element goes through the same functions, in the same order, as in the unfused graph:
-// the binary and clip functions of elementwise_fns.h, the ISA-selected loops of
-// unary_math_loops.h, the same one-line expressions for neg, relu, abs, square and the nn ops.
+// Each element goes through the same functions, in the same order, as in the unfused graph: the
+// ISA-selected loops of unary_math_loops.h for the rows of elementwise_list.h, the clip function
+// of elementwise_fns.h, the same one-line expressions for the comparisons and the nn ops.
 // Element i's value depends only on element i of the operands, so the block and thread splits
 // never change a bit.
 //
@@ -39,40 +39,17 @@ constexpr Kind V = Kind::kValue;
 constexpr Kind B = Kind::kBool;
 constexpr ShapeRule kBcast = ShapeRule::kBroadcast;
 
-// In Op order (info() indexes it; a static_assert below checks the length).
+#define OPWEAVE_FUSED_UNARY(Name, name, type, cost, types, loop) \
+  {Op::k##Name, type, 1, V, {V, V, V}, kBcast, cost, false},
+#define OPWEAVE_FUSED_BINARY(Name, name, type, cost, types, loop) \
+  {Op::k##Name, type, 2, V, {V, V, V}, kBcast, cost, false},
+
+// In Op order (info() indexes it; static_asserts below check the order).
 constexpr OpInfo kOps[] = {
-    {Op::kNeg, "Neg", 1, V, {V, V, V}, kBcast, 1.0, false},
-    {Op::kRelu, "Relu", 1, V, {V, V, V}, kBcast, 1.0, false},
-    {Op::kAbs, "Abs", 1, V, {V, V, V}, kBcast, 1.0, false},
-    {Op::kSquare, "Square", 1, V, {V, V, V}, kBcast, 1.0, false},
-    {Op::kSign, "Sign", 1, V, {V, V, V}, kBcast, 1.0, false},
-    {Op::kExp, "Exp", 1, V, {V, V, V}, kBcast, 20.0, false},
-    {Op::kTanh, "Tanh", 1, V, {V, V, V}, kBcast, 20.0, false},
-    {Op::kSigmoid, "Sigmoid", 1, V, {V, V, V}, kBcast, 20.0, false},
-    {Op::kLog, "Log", 1, V, {V, V, V}, kBcast, 20.0, false},
-    {Op::kLog1p, "Log1p", 1, V, {V, V, V}, kBcast, 20.0, false},
-    {Op::kExpm1, "Expm1", 1, V, {V, V, V}, kBcast, 20.0, false},
-    {Op::kSqrt, "Sqrt", 1, V, {V, V, V}, kBcast, 4.0, false},
-    {Op::kRsqrt, "Rsqrt", 1, V, {V, V, V}, kBcast, 4.0, false},
-    {Op::kReciprocal, "Reciprocal", 1, V, {V, V, V}, kBcast, 1.0, false},
-    {Op::kFloor, "Floor", 1, V, {V, V, V}, kBcast, 1.0, false},
-    {Op::kCeil, "Ceil", 1, V, {V, V, V}, kBcast, 1.0, false},
-    {Op::kRound, "Round", 1, V, {V, V, V}, kBcast, 1.0, false},
-    {Op::kSin, "Sin", 1, V, {V, V, V}, kBcast, 20.0, false},
-    {Op::kCos, "Cos", 1, V, {V, V, V}, kBcast, 20.0, false},
+    OPWEAVE_UNARY_OPS(OPWEAVE_FUSED_UNARY)  // the unary rows of elementwise_list.h
     {Op::kRelu6, "Relu6", 1, V, {V, V, V}, kBcast, 1.0, false},
     {Op::kLeakyRelu, "LeakyRelu", 1, V, {V, V, V}, kBcast, 1.0, true},
-    {Op::kAdd, "Add", 2, V, {V, V, V}, kBcast, 1.0, false},
-    {Op::kSub, "Sub", 2, V, {V, V, V}, kBcast, 1.0, false},
-    {Op::kMul, "Mul", 2, V, {V, V, V}, kBcast, 1.0, false},
-    {Op::kDiv, "RealDiv", 2, V, {V, V, V}, kBcast, 1.0, false},
-    {Op::kFloorDiv, "FloorDiv", 2, V, {V, V, V}, kBcast, 1.0, false},
-    {Op::kMaximum, "Maximum", 2, V, {V, V, V}, kBcast, 1.0, false},
-    {Op::kMinimum, "Minimum", 2, V, {V, V, V}, kBcast, 1.0, false},
-    {Op::kReluGrad, "ReluGrad", 2, V, {V, V, V}, kBcast, 1.0, false},
-    {Op::kPow, "Pow", 2, V, {V, V, V}, kBcast, 20.0, false},
-    {Op::kFloorMod, "FloorMod", 2, V, {V, V, V}, kBcast, 20.0, false},
-    {Op::kSquaredDifference, "SquaredDifference", 2, V, {V, V, V}, kBcast, 1.0, false},
+    OPWEAVE_BINARY_OPS(OPWEAVE_FUSED_BINARY)  // the binary rows
     {Op::kRelu6Grad, "Relu6Grad", 2, V, {V, V, V}, ShapeRule::kSame, 1.0, false},
     {Op::kLeakyReluGrad, "LeakyReluGrad", 2, V, {V, V, V}, ShapeRule::kSame, 1.0, true},
     {Op::kEqual, "Equal", 2, B, {V, V, V}, kBcast, 1.0, false},
@@ -88,14 +65,26 @@ constexpr OpInfo kOps[] = {
     {Op::kSelectV2, "SelectV2", 3, V, {B, V, V}, kBcast, 1.0, false},
     {Op::kClipByValue, "ClipByValue", 3, V, {V, V, V}, ShapeRule::kClip, 1.0, false},
 };
+#undef OPWEAVE_FUSED_UNARY
+#undef OPWEAVE_FUSED_BINARY
 static_assert(sizeof(kOps) / sizeof(kOps[0]) == static_cast<std::size_t>(Op::kCount));
+constexpr bool in_op_order() {
+  for (std::size_t i = 0; i < sizeof(kOps) / sizeof(kOps[0]); ++i) {
+    if (static_cast<std::size_t>(kOps[i].op) != i) return false;
+  }
+  return true;
+}
+static_assert(in_op_order());
 
-// Other op types computing one of the ops above (on floats: Div is RealDiv there).
+// Other op types computing one of the ops above (elementwise_list.h's aliases).
 struct Alias {
   const char* type;
   Op op;
 };
-constexpr Alias kAliases[] = {{"AddV2", Op::kAdd}, {"Div", Op::kDiv}, {"Inv", Op::kReciprocal}};
+#define OPWEAVE_FUSED_ALIAS(type, Name) {type, Op::k##Name},
+constexpr Alias kAliases[] = {OPWEAVE_UNARY_ALIASES(OPWEAVE_FUSED_ALIAS)
+                                  OPWEAVE_BINARY_ALIASES(OPWEAVE_FUSED_ALIAS)};
+#undef OPWEAVE_FUSED_ALIAS
 
 }  // namespace
 

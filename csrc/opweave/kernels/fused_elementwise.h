@@ -23,43 +23,20 @@
 #include <cstdint>
 #include <string>
 
+#include "opweave/kernels/elementwise_list.h"
+
 namespace opweave::fused_elementwise {
 
+// The op codes of `program`: the rows of elementwise_list.h (unary, then binary, in their order),
+// then the ops the fused loop knows besides. Codes are not stable across builds that add rows.
+#define OPWEAVE_FUSED_ENUMERATOR(Name, ...) k##Name,
 enum class Op : std::int64_t {
-  // value -> value
-  kNeg,
-  kRelu,
-  kAbs,
-  kSquare,
-  kSign,
-  kExp,
-  kTanh,
-  kSigmoid,
-  kLog,
-  kLog1p,
-  kExpm1,
-  kSqrt,
-  kRsqrt,
-  kReciprocal,
-  kFloor,
-  kCeil,
-  kRound,
-  kSin,
-  kCos,
+  // value -> value: the unary rows, then the nn activations with an immediate
+  OPWEAVE_UNARY_OPS(OPWEAVE_FUSED_ENUMERATOR)  // kNeg ... (one per row)
   kRelu6,
   kLeakyRelu,
-  // value x value -> value
-  kAdd,
-  kSub,
-  kMul,
-  kDiv,  // RealDiv, and Div of floats
-  kFloorDiv,
-  kMaximum,
-  kMinimum,
-  kReluGrad,
-  kPow,
-  kFloorMod,
-  kSquaredDifference,
+  // value x value -> value: the binary rows, then the nn gradients
+  OPWEAVE_BINARY_OPS(OPWEAVE_FUSED_ENUMERATOR)  // kAdd ... (one per row)
   kRelu6Grad,
   kLeakyReluGrad,
   // value x value -> bool
@@ -79,6 +56,7 @@ enum class Op : std::int64_t {
   kClipByValue,
   kCount,
 };
+#undef OPWEAVE_FUSED_ENUMERATOR
 
 // What a register holds: a value of the program's dtype, or a bool.
 enum class Kind { kValue, kBool };

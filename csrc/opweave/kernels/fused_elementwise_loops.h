@@ -1,9 +1,9 @@
 // The block loops of _FusedElementwise (fused_elementwise.h), compiled three times from this one
 // source, as unary_math_loops.h is: fused_elementwise_loops.cpp (baseline x86-64, or any CPU),
-// _avx2.cpp and _avx512.cpp (-ffp-contract=off, so no multiply-add is contracted). The simple
-// ops are single IEEE operations, comparisons and selects, exact in every build; the
-// transcendental ones call the ISA table elementwise.cpp picked (unary_math_loops.h), the very
-// loops the unfused kernels call. So every build gives the unfused kernels' bits, only wider.
+// _avx2.cpp and _avx512.cpp (-ffp-contract=off, so no multiply-add is contracted). The rows of
+// elementwise_list.h call the ISA table elementwise.cpp picked (unary_math_loops.h), the very
+// loops the unfused kernels call; the other ops are single IEEE operations, comparisons and
+// selects, exact in every build. So every build gives the unfused kernels' bits, only wider.
 // fused_elementwise.cpp picks one build at load time with cpu_info().
 #pragma once
 
@@ -66,11 +66,6 @@ void map3(const Operand& a, const Operand& b, const Operand& c, void* dst, std::
   }
 }
 
-template <BinaryOp K, typename C>
-void binary_fn(const Operand& a, const Operand& b, void* dst, std::int64_t n) {
-  map2<C, C>(a, b, dst, n, [](C x, C y) { return elementwise_fns::BinaryFn<K, C>::apply(x, y); });
-}
-
 template <typename C>
 void table_unary(unary_math::RunFn<C> fn, const Operand& a, void* dst, std::int64_t n) {
   fn(static_cast<const C*>(a.p), a.stride, static_cast<C*>(dst), n);
@@ -91,73 +86,24 @@ void execute(const Instruction& in, const Operand* o, void* dst, std::int64_t n)
   const Operand& b = o[1];
   const Operand& c = o[2];
   switch (in.op) {
-    // The unfused kernels' own expressions (elementwise.cpp, nn_ops.cpp).
-    case Op::kNeg:
-      return map1<C, C>(a, dst, n, [](C v) { return -v; });
-    case Op::kRelu:
-      return map1<C, C>(a, dst, n, [](C v) { return v < C(0) ? C(0) : v; });
-    case Op::kAbs:
-      return map1<C, C>(a, dst, n, [](C v) { return std::fabs(v); });
-    case Op::kSquare:
-      return map1<C, C>(a, dst, n, [](C v) { return v * v; });
+    // The rows of elementwise_list.h: the very loops the unfused kernels run.
+#define OPWEAVE_UNARY_CASE(Name, name, ...) \
+  case Op::k##Name:                         \
+    return table_unary<C>(t.name, a, dst, n);
+#define OPWEAVE_BINARY_CASE(Name, name, ...) \
+  case Op::k##Name:                          \
+    return table_binary<C>(t.name, a, b, dst, n);
+    OPWEAVE_UNARY_OPS(OPWEAVE_UNARY_CASE)
+    OPWEAVE_BINARY_OPS(OPWEAVE_BINARY_CASE)
+#undef OPWEAVE_UNARY_CASE
+#undef OPWEAVE_BINARY_CASE
+    // The nn ops' own expressions (nn_ops.cpp).
     case Op::kRelu6:
       return map1<C, C>(a, dst, n, [](C v) { return v < C(0) ? C(0) : (v > C(6) ? C(6) : v); });
     case Op::kLeakyRelu: {
       const C alpha = static_cast<C>(in.immediate);
       return map1<C, C>(a, dst, n, [alpha](C v) { return v > C(0) ? v : v * alpha; });
     }
-    case Op::kSign:
-      return table_unary<C>(t.sign, a, dst, n);
-    case Op::kExp:
-      return table_unary<C>(t.exp, a, dst, n);
-    case Op::kTanh:
-      return table_unary<C>(t.tanh, a, dst, n);
-    case Op::kSigmoid:
-      return table_unary<C>(t.sigmoid, a, dst, n);
-    case Op::kLog:
-      return table_unary<C>(t.log, a, dst, n);
-    case Op::kLog1p:
-      return table_unary<C>(t.log1p, a, dst, n);
-    case Op::kExpm1:
-      return table_unary<C>(t.expm1, a, dst, n);
-    case Op::kSqrt:
-      return table_unary<C>(t.sqrt, a, dst, n);
-    case Op::kRsqrt:
-      return table_unary<C>(t.rsqrt, a, dst, n);
-    case Op::kReciprocal:
-      return table_unary<C>(t.reciprocal, a, dst, n);
-    case Op::kFloor:
-      return table_unary<C>(t.floor, a, dst, n);
-    case Op::kCeil:
-      return table_unary<C>(t.ceil, a, dst, n);
-    case Op::kRound:
-      return table_unary<C>(t.round, a, dst, n);
-    case Op::kSin:
-      return table_unary<C>(t.sin, a, dst, n);
-    case Op::kCos:
-      return table_unary<C>(t.cos, a, dst, n);
-    case Op::kAdd:
-      return binary_fn<BinaryOp::kAdd, C>(a, b, dst, n);
-    case Op::kSub:
-      return binary_fn<BinaryOp::kSub, C>(a, b, dst, n);
-    case Op::kMul:
-      return binary_fn<BinaryOp::kMul, C>(a, b, dst, n);
-    case Op::kDiv:
-      return binary_fn<BinaryOp::kDiv, C>(a, b, dst, n);
-    case Op::kFloorDiv:
-      return binary_fn<BinaryOp::kFloorDiv, C>(a, b, dst, n);
-    case Op::kMaximum:
-      return binary_fn<BinaryOp::kMaximum, C>(a, b, dst, n);
-    case Op::kMinimum:
-      return binary_fn<BinaryOp::kMinimum, C>(a, b, dst, n);
-    case Op::kReluGrad:
-      return binary_fn<BinaryOp::kReluGrad, C>(a, b, dst, n);
-    case Op::kPow:
-      return table_binary<C>(t.pow, a, b, dst, n);
-    case Op::kFloorMod:
-      return table_binary<C>(t.floormod, a, b, dst, n);
-    case Op::kSquaredDifference:
-      return table_binary<C>(t.squared_difference, a, b, dst, n);
     case Op::kRelu6Grad:
       return map2<C, C>(a, b, dst, n, [](C g, C f) { return f > C(0) && f < C(6) ? g : C(0); });
     case Op::kLeakyReluGrad: {

@@ -10,11 +10,14 @@
 #include <optional>
 #include <vector>
 
+#include "opweave/kernels/elementwise_list.h"
 #include "opweave/tensor.h"
 #include "opweave/thread_pool.h"
 
 namespace opweave {
 
+// The element-wise math ops: one enumerator per row of elementwise_list.h (which also says which
+// dtypes each takes).
 // kDiv: true division for floats, floor division for integers (opweave.kernels.div);
 // kFloorDiv: floor(a / b) for every type (TensorFlow's FloorDiv); kTruncDiv: C++ division, which
 // truncates integers toward zero (TensorFlow's Div).
@@ -22,44 +25,12 @@ namespace opweave {
 // kPow: C's pow for floats; integers by repeated squaring (wrapping), a negative exponent is
 // kInvalidArgument. kFloorMod: TensorFlow's FloorMod, the remainder with the divisor's sign
 // (integer division by zero is kInvalidArgument). kSquaredDifference: (a - b)^2.
-enum class BinaryOp {
-  kAdd,
-  kSub,
-  kMul,
-  kDiv,
-  kFloorDiv,
-  kTruncDiv,
-  kMaximum,
-  kMinimum,
-  kReluGrad,
-  kPow,
-  kFloorMod,
-  kSquaredDifference,
-};
+#define OPWEAVE_ELEMENTWISE_ENUMERATOR(Name, ...) k##Name,
+enum class BinaryOp { OPWEAVE_BINARY_OPS(OPWEAVE_ELEMENTWISE_ENUMERATOR) };
 enum class CompareOp { kEqual, kNotEqual, kLess, kLessEqual, kGreater, kGreaterEqual };
 // kRound: half to even; kSign of a float zero is +0, of NaN NaN; kLogicalNot takes bool only.
-enum class UnaryOp {
-  kNeg,
-  kRelu,
-  kExp,
-  kTanh,
-  kSigmoid,
-  kAbs,
-  kSign,
-  kSquare,
-  kSqrt,
-  kRsqrt,
-  kLog,
-  kLog1p,
-  kExpm1,
-  kFloor,
-  kCeil,
-  kRound,
-  kReciprocal,
-  kSin,
-  kCos,
-  kLogicalNot,
-};
+enum class UnaryOp { OPWEAVE_UNARY_OPS(OPWEAVE_ELEMENTWISE_ENUMERATOR) kLogicalNot };
+#undef OPWEAVE_ELEMENTWISE_ENUMERATOR
 enum class PredicateOp { kIsNan, kIsInf, kIsFinite };
 enum class ReduceOp { kSum, kMean, kMax, kMin, kProd };
 
@@ -102,8 +73,8 @@ Tensor scan(bool is_product, const Tensor& x, int axis, bool exclusive, bool rev
 // as in TensorFlow). Integer kDiv is floor division; dividing an integer by zero throws
 // kInvalidArgument("Integer division by zero").
 Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b, ThreadPool* pool);
-// kNeg, kRelu, kAbs, kSign, kSquare and kRound take any numeric dtype (abs and neg wrap, round of
-// an integer is itself), kLogicalNot bool only, the others a floating dtype.
+// The ops whose row in elementwise_list.h says kNumbers take any numeric dtype (abs and neg wrap,
+// round of an integer is itself), kLogicalNot bool only, the others a floating dtype.
 Tensor unary(UnaryOp op, const Tensor& x, ThreadPool* pool);
 // isnan / isinf / isfinite of a float32 or float64 tensor: a bool tensor of its shape.
 Tensor predicate(PredicateOp op, const Tensor& x, ThreadPool* pool);

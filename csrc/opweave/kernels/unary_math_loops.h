@@ -1,11 +1,13 @@
-// The loops of the floating-point math ops (exp, log, sqrt, rounding, pow, floormod, ...),
-// compiled three times from this one source: unary_math_loops.cpp (baseline x86-64),
-// unary_math_loops_avx2.cpp (-mavx2) and unary_math_loops_avx512.cpp (-mavx512f ...), the wider
-// ones with -ffp-contract=off so no multiply-add is fused. All builds do the same operations in
-// the same order, so results do not depend on the ISA. The AVX2
-// build matters beyond width: float64 exp/tanh need 64-bit integer compares (SSE4.2) to vectorise
-// at all, and floor/ceil/round of float64 the same, so the baseline build runs them scalar.
-// elementwise.cpp picks the table once with cpu_info().
+// The loops of the floating-point element-wise ops (exp, log, sqrt, rounding, pow, floormod,
+// add, ...), one per row of elementwise_list.h, compiled three times from this one source:
+// unary_math_loops.cpp (baseline x86-64), unary_math_loops_avx2.cpp (-mavx2) and
+// unary_math_loops_avx512.cpp (-mavx512f ...), the wider ones with -ffp-contract=off so no
+// multiply-add is fused behind our back. All builds do the same operations in the same order, so
+// results do not depend on the ISA (pow's explicit fused multiply-adds are the instruction in the
+// wider builds and the C library's correctly rounded fma in the baseline one: the same bits). The
+// AVX2 build matters beyond width: float64 exp/tanh need 64-bit integer compares (SSE4.2) to
+// vectorise at all, and floor/ceil/round of float64 the same, so the baseline build runs them
+// scalar. elementwise.cpp picks the table once with cpu_info().
 //
 // Functions without a vectorisable formula here (float64 sin, cos, pow and fmod; float32
 // operands outside the range of the float32 formulas) call the C library, element by element: the
@@ -13,6 +15,8 @@
 #pragma once
 
 #include <cstdint>
+
+#include "opweave/kernels/elementwise_list.h"
 
 namespace opweave::unary_math {
 
@@ -27,14 +31,15 @@ using BinaryRunFn = void (*)(const T* a, std::int64_t sa, const T* b, std::int64
 template <typename T>
 using PredicateRunFn = void (*)(const T* src, std::int64_t stride, bool* dst, std::int64_t n);
 
+// One loop per row of elementwise_list.h, named by its `name` column (t.exp, t.pow, ...).
 template <typename T>
 struct Table {
-  RunFn<T> exp, tanh, sigmoid;
-  RunFn<T> log, log1p, expm1, sin, cos, sqrt, rsqrt, reciprocal, abs, sign, square, floor, ceil,
-      round;
-  // pow: C's pow; floormod: TensorFlow's FloorMod (fmod, then the divisor's sign);
-  // squared_difference: (a - b)^2.
-  BinaryRunFn<T> pow, floormod, squared_difference;
+#define OPWEAVE_TABLE_UNARY_FIELD(Name, name, ...) RunFn<T> name;
+#define OPWEAVE_TABLE_BINARY_FIELD(Name, name, ...) BinaryRunFn<T> name;
+  OPWEAVE_UNARY_OPS(OPWEAVE_TABLE_UNARY_FIELD)
+  OPWEAVE_BINARY_OPS(OPWEAVE_TABLE_BINARY_FIELD)
+#undef OPWEAVE_TABLE_UNARY_FIELD
+#undef OPWEAVE_TABLE_BINARY_FIELD
   PredicateRunFn<T> is_nan, is_inf, is_finite;
 };
 
@@ -60,6 +65,7 @@ Table<double> table_avx512_f64();
 #include <limits>
 #include <type_traits>
 
+#include "opweave/kernels/elementwise_fns.h"
 #include "opweave/kernels/vector_math.h"
 
 #if defined(__AVX__)
@@ -99,6 +105,96 @@ void run2(const T* a, std::int64_t sa, const T* b, std::int64_t sb, T* dst, std:
   }
 }
 
+// -- the loop shapes the rows of elementwise_list.h name ------------------------------------------
+
+template <typename T, float (*F)(float), double (*D)(double)>
+void run_by_type(const T* src, std::int64_t stride, T* dst, std::int64_t n) {
+  if constexpr (std::is_same_v<T, float>) {
+    run<float, F>(src, stride, dst, n);
+  } else {
+    run<double, D>(src, stride, dst, n);
+  }
+}
+
+template <typename T, float (*F)(float, float), double (*D)(double, double)>
+void run2_by_type(const T* a, std::int64_t sa, const T* b, std::int64_t sb, T* dst,
+                  std::int64_t n) {
+  if constexpr (std::is_same_v<T, float>) {
+    run2<float, F>(a, sa, b, sb, dst, n);
+  } else {
+    run2<double, D>(a, sa, b, sb, dst, n);
+  }
+}
+
+// The range-checked loops below work block by block: one element out of range sends its block,
+// not the whole run, to the slower path. The range is checked before the block is written: dst may
+// be src itself (an operation computed into its input's buffer).
+constexpr std::int64_t kRangeBlock = 1024;
+
+// Whether In(x) holds for all m elements src[i * stride]. The misses are or-ed into an int (GCC
+// does not vectorise a bool reduction), and a contiguous source gets its own loop.
+template <typename T, bool (*In)(T)>
+bool all_in_range(const T* src, std::int64_t stride, std::int64_t m) {
+  std::int32_t miss = 0;
+  if (stride == 1) {
+    for (std::int64_t i = 0; i < m; ++i) miss |= In(src[i]) ? 0 : 1;
+  } else {
+    for (std::int64_t i = 0; i < m; ++i) miss |= In(src[i * stride]) ? 0 : 1;
+  }
+  return miss == 0;
+}
+
+// Computes dst[0..m) = Fast(src[i]) for a contiguous src that dst does not overlap, and returns
+// whether In held for every element (one pass over the block: the check rides along).
+template <typename T, T (*Fast)(T), bool (*In)(T)>
+bool run_checked(const T* src, T* dst, std::int64_t m) {
+  std::int32_t miss = 0;
+  for (std::int64_t i = 0; i < m; ++i) {
+    const T x = src[i];
+    miss |= In(x) ? 0 : 1;
+    dst[i] = Fast(x);
+  }
+  return miss == 0;
+}
+
+// Fast over a block whose elements all satisfy InRange, else Full; Fast(x) == Full(x) bit for bit
+// where InRange(x) holds (vector_math.h says why for each pair), so the blocks never show.
+template <typename T, T (*Fast)(T), bool (*InRange)(T), T (*Full)(T)>
+void run_fast(const T* src, std::int64_t stride, T* dst, std::int64_t n) {
+  for (std::int64_t b = 0; b < n; b += kRangeBlock) {
+    const std::int64_t m = n - b < kRangeBlock ? n - b : kRangeBlock;
+    const T* s = src + b * stride;
+    T* d = dst + b;
+    if (stride == 1 && (d + m <= s || s + m <= d)) {
+      // Separate buffers: the fast formula and the check in one pass; the source is still there
+      // to redo the block when the check failed.
+      if (!run_checked<T, Fast, InRange>(s, d, m)) run<T, Full>(s, 1, d, m);
+    } else if (all_in_range<T, InRange>(s, stride, m)) {
+      run<T, Fast>(s, stride, d, m);
+    } else {
+      run<T, Full>(s, stride, d, m);
+    }
+  }
+}
+
+// F(x) where In(x) holds, else the C library's G(x): element by element, with a branch.
+template <float (*F)(float), bool (*In)(float), float (*G)(float)>
+float in_range_or(float x) {
+  return In(x) ? F(x) : G(x);
+}
+
+// float32: f over a block where in(x) holds for every element, else each element by f or by the
+// C library's g; float64: d on each element.
+template <typename T, float (*F)(float), bool (*InRange)(float), float (*G)(float),
+          double (*D)(double)>
+void run_in_range(const T* src, std::int64_t stride, T* dst, std::int64_t n) {
+  if constexpr (std::is_same_v<T, double>) {
+    run<double, D>(src, stride, dst, n);
+  } else {
+    run_fast<float, F, InRange, in_range_or<F, InRange, G>>(src, stride, dst, n);
+  }
+}
+
 template <typename T, bool (*P)(T)>
 void run_predicate(const T* src, std::int64_t stride, bool* dst, std::int64_t n) {
   if (stride == 1) {
@@ -108,32 +204,6 @@ void run_predicate(const T* src, std::int64_t stride, bool* dst, std::int64_t n)
   }
 }
 
-// -- simple element functions ---------------------------------------------------------------------
-
-template <typename T>
-OPWEAVE_VM_INLINE T abs_of(T x) {
-  return vm::abs(x);
-}
-// 1 for x > 0, -1 for x < 0, x itself for zeros (+0: TensorFlow's sign(-0.0) is +0) and NaN.
-template <typename T>
-OPWEAVE_VM_INLINE T sign_of(T x) {
-  T out = vm::select<T>(x > T(0), T(1), T(0));
-  out = vm::select<T>(x < T(0), T(-1), out);
-  return vm::select<T>(x != x, x, out);
-}
-template <typename T>
-OPWEAVE_VM_INLINE T square_of(T x) {
-  return x * x;
-}
-template <typename T>
-OPWEAVE_VM_INLINE T reciprocal_of(T x) {
-  return T(1) / x;
-}
-template <typename T>
-OPWEAVE_VM_INLINE T squared_difference_of(T a, T b) {
-  const T d = a - b;
-  return d * d;
-}
 template <typename T>
 OPWEAVE_VM_INLINE bool is_nan_of(T x) {
   return x != x;
@@ -146,6 +216,8 @@ template <typename T>
 OPWEAVE_VM_INLINE bool is_finite_of(T x) {
   return vm::abs(x) < std::numeric_limits<T>::infinity();
 }
+
+// -- floormod -------------------------------------------------------------------------------------
 
 // TensorFlow's FloorMod from C's fmod: a non-zero remainder whose sign differs from the
 // divisor's moves by one divisor (so floormod(-7, 2) = 1 and floormod(7, -2) = -1).
@@ -164,50 +236,30 @@ OPWEAVE_VM_INLINE float floormod_f32_libm(float x, float y) {
 OPWEAVE_VM_INLINE double floormod_f64(double x, double y) {
   return floor_adjust(std::fmod(x, y), y);
 }
-OPWEAVE_VM_INLINE float sin_f32(float x) { return vm::trig_f32(x, 0); }
-OPWEAVE_VM_INLINE float cos_f32(float x) { return vm::trig_f32(x, 1); }
-OPWEAVE_VM_INLINE double sin_f64(double x) { return std::sin(x); }
-OPWEAVE_VM_INLINE double cos_f64(double x) { return std::cos(x); }
-OPWEAVE_VM_INLINE double pow_f64(double x, double y) { return std::pow(x, y); }
 
-// -- float32 functions with a range of their own -------------------------------------------------
-
-// f over a run, or, when some element lies outside f's range, each element by f or by the C
-// library's g. The range is checked before anything is written: dst may be src itself (an
-// operation computed into its input's buffer).
-template <float (*F)(float), bool (*InRange)(float), float (*G)(float)>
-void run_with_fallback(const float* src, std::int64_t stride, float* dst, std::int64_t n) {
-  bool all_in = true;
-  for (std::int64_t i = 0; i < n; ++i) all_in &= InRange(src[i * stride]);
-  if (all_in) {
-    run<float, F>(src, stride, dst, n);
-    return;
-  }
-  for (std::int64_t i = 0; i < n; ++i) {
-    const float x = src[i * stride];
-    dst[i] = InRange(x) ? F(x) : G(x);
+// float32: the double formula where every quotient of the run is in its range, else element by
+// element (the C library outside it); float64: the C library.
+template <typename T>
+void floormod_loop(const T* a, std::int64_t sa, const T* b, std::int64_t sb, T* dst,
+                   std::int64_t n) {
+  if constexpr (std::is_same_v<T, double>) {
+    run2<double, floormod_f64>(a, sa, b, sb, dst, n);
+  } else {
+    std::int32_t miss = 0;  // an int: GCC does not vectorise a bool reduction
+    for (std::int64_t i = 0; i < n; ++i)
+      miss |= vm::fmod_f32_in_range(a[i * sa], b[i * sb]) ? 0 : 1;
+    if (miss == 0) {
+      run2<float, floormod_f32_fast>(a, sa, b, sb, dst, n);
+      return;
+    }
+    for (std::int64_t i = 0; i < n; ++i) {
+      const float x = a[i * sa], y = b[i * sb];
+      dst[i] = vm::fmod_f32_in_range(x, y) ? floormod_f32_fast(x, y) : floormod_f32_libm(x, y);
+    }
   }
 }
 
-OPWEAVE_VM_INLINE float sin_libm(float x) { return std::sin(x); }
-OPWEAVE_VM_INLINE float cos_libm(float x) { return std::cos(x); }
-
-void floormod_f32_run(const float* a, std::int64_t sa, const float* b, std::int64_t sb, float* dst,
-                      std::int64_t n) {
-  bool all_in = true;
-  for (std::int64_t i = 0; i < n; ++i) all_in &= vm::fmod_f32_in_range(a[i * sa], b[i * sb]);
-  if (all_in) {
-    run2<float, floormod_f32_fast>(a, sa, b, sb, dst, n);
-    return;
-  }
-  for (std::int64_t i = 0; i < n; ++i) {
-    const float x = a[i * sa], y = b[i * sb];
-    dst[i] = vm::fmod_f32_in_range(x, y) ? floormod_f32_fast(x, y) : floormod_f32_libm(x, y);
-  }
-}
-
-// -- sqrt through the instruction (a plain std::sqrt loop does not vectorise: errno)
-// ---------------
+// -- sqrt through the instruction (a plain std::sqrt loop does not vectorise: errno) -------------
 
 template <typename T>
 void sqrt_contiguous(const T* src, T* dst, std::int64_t n) {
@@ -253,38 +305,41 @@ void sqrt_run(const T* src, std::int64_t stride, T* dst, std::int64_t n) {
 }
 
 template <typename T>
+void sqrt_loop(const T* src, std::int64_t stride, T* dst, std::int64_t n) {
+  sqrt_run<T, false>(src, stride, dst, n);
+}
+template <typename T>
+void rsqrt_loop(const T* src, std::int64_t stride, T* dst, std::int64_t n) {
+  sqrt_run<T, true>(src, stride, dst, n);
+}
+
+// The table, row by row from elementwise_list.h; the `loop` column spelled out for T.
+template <typename T>
 Table<T> make_table() {
   Table<T> t{};
-  t.exp = &run<T, vm::exp<T>>;
-  t.tanh = &run<T, vm::tanh<T>>;
-  t.sigmoid = &run<T, vm::sigmoid<T>>;
-  t.log = &run<T, vm::log<T>>;
-  t.log1p = &run<T, vm::log1p<T>>;
-  t.expm1 = &run<T, vm::expm1<T>>;
-  t.sqrt = &sqrt_run<T, false>;
-  t.rsqrt = &sqrt_run<T, true>;
-  t.reciprocal = &run<T, reciprocal_of<T>>;
-  t.abs = &run<T, abs_of<T>>;
-  t.sign = &run<T, sign_of<T>>;
-  t.square = &run<T, square_of<T>>;
-  t.floor = &run<T, vm::floor<T>>;
-  t.ceil = &run<T, vm::ceil<T>>;
-  t.round = &run<T, vm::rint<T>>;
-  t.squared_difference = &run2<T, squared_difference_of<T>>;
+#define LOOP(l) l<T>
+#define BINARY_FN(k) run2<T, &elementwise_fns::BinaryFn<BinaryOp::k, T>::apply>
+#define F32_IN_RANGE(f, in, g, d) run_in_range<T, vm::f, vm::in, vm::g, vm::d>
+#define EACH(f) run<T, vm::f<T>>
+#define EACH_FAST(fast, in, full) run_fast<T, vm::fast<T>, vm::in<T>, vm::full<T>>
+#define EACH_BY_TYPE(f, d) run_by_type<T, vm::f, vm::d>
+#define OPWEAVE_TABLE_ROW(Name, name, type, cost, types, loop) t.name = &loop;
+  OPWEAVE_UNARY_OPS(OPWEAVE_TABLE_ROW)
+#undef EACH
+#undef EACH_FAST
+#undef EACH_BY_TYPE
+#define EACH(f) run2<T, vm::f<T>>
+#define EACH_BY_TYPE(f, d) run2_by_type<T, vm::f, vm::d>
+  OPWEAVE_BINARY_OPS(OPWEAVE_TABLE_ROW)
+#undef OPWEAVE_TABLE_ROW
+#undef EACH
+#undef EACH_BY_TYPE
+#undef F32_IN_RANGE
+#undef BINARY_FN
+#undef LOOP
   t.is_nan = &run_predicate<T, is_nan_of<T>>;
   t.is_inf = &run_predicate<T, is_inf_of<T>>;
   t.is_finite = &run_predicate<T, is_finite_of<T>>;
-  if constexpr (std::is_same_v<T, float>) {
-    t.sin = &run_with_fallback<sin_f32, vm::trig_f32_in_range, sin_libm>;
-    t.cos = &run_with_fallback<cos_f32, vm::trig_f32_in_range, cos_libm>;
-    t.pow = &run2<float, vm::pow_f32>;
-    t.floormod = &floormod_f32_run;
-  } else {
-    t.sin = &run<double, sin_f64>;
-    t.cos = &run<double, cos_f64>;
-    t.pow = &run2<double, pow_f64>;
-    t.floormod = &run2<double, floormod_f64>;
-  }
   return t;
 }
 

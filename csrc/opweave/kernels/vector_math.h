@@ -2,11 +2,17 @@
 // conversions): exp, expm1, tanh and sigmoid by Cody-Waite range reduction x = n ln2 + r with
 // |r| <= ln2/2, a Taylor polynomial for e^r, and 2^n assembled in the exponent bits; log and log1p
 // from the exponent and mantissa bits and the atanh series; rint / floor / ceil with the 2^p
-// shifter; pow, sin, cos and fmod of float32 computed in double. exp accuracy: within ~1 ulp of
-// libm over the whole range; NaN -> NaN, overflow -> +inf, underflow -> 0 (subnormal results are
+// shifter; pow, sin, cos, tan and fmod of float32 computed in double. exp accuracy: within ~1 ulp
+// of libm over the whole range; NaN -> NaN, overflow -> +inf, underflow -> 0 (subnormal results are
 // produced, via a two-factor scale). Internal to the kernels.
+//
+// The element functions the rows of elementwise_list.h name live here, so a new element-wise op
+// is its function here and its row there. The *_libm functions are the exceptions to "no calls":
+// the C library, element by element, where a formula here has no range (float64 sin, cos, pow;
+// float32 operands outside a formula's range); the same call for the same element in every build.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <limits>
@@ -135,6 +141,39 @@ OPWEAVE_VM_INLINE T exp(T x) {
   return exp_n<T, ExpTraits<T>::kDegree>(x);
 }
 
+// Where e^x is a normal number whose 2^n is one normal factor: x in [kNormalMin, kNormalMax].
+template <typename T>
+struct ExpNormalRange;
+template <>
+struct ExpNormalRange<float> {
+  static constexpr float kMin = -87.0f;  // n >= -126
+  static constexpr float kMax = 88.0f;   // n <= 127
+};
+template <>
+struct ExpNormalRange<double> {
+  static constexpr double kMin = -708.0;  // n >= -1021
+  static constexpr double kMax = 709.0;   // n <= 1023
+};
+template <typename T>
+OPWEAVE_VM_INLINE bool exp_normal_range(T x) {
+  return (x >= ExpNormalRange<T>::kMin) & (x <= ExpNormalRange<T>::kMax);
+}
+// exp for x in exp_normal_range: the clamps and fix-ups of exp_n do nothing there, and p 2^n1
+// 2^(n - n1) is p 2^n exactly (a normal result: no rounding), so this is exp's result bit for bit
+// with a third fewer operations. The loops run it over whole blocks in range (EACH_FAST).
+template <typename T>
+OPWEAVE_VM_INLINE T exp_normal(T x) {
+  using E = ExpTraits<T>;
+  const T n = (x * E::kLog2e + E::kShifter) - E::kShifter;
+  const T r = (x - n * E::kLn2Hi) - n * E::kLn2Lo;
+  constexpr int kD = E::kDegree;
+  constexpr auto c = inverse_factorials<T, kD>();
+  T p = c.v[kD];
+#pragma GCC unroll 16
+  for (int i = kD - 1; i >= 0; --i) p = p * r + c.v[i];
+  return p * pow2i<T>(n);
+}
+
 template <typename T>
 struct TanhTraits;
 template <>
@@ -180,11 +219,24 @@ OPWEAVE_VM_INLINE T tanh(T x) {
 
 // e = e^-|x| never overflows: 1/(1+e) for x >= 0, e/(1+e) otherwise. Branch-free, so it
 // vectorises together with the exp.
-template <typename T>
-OPWEAVE_VM_INLINE T sigmoid(T x) {
-  const T e = exp(select<T>(x < T(0), x, -x));
+template <typename T, T (*Exp)(T)>
+OPWEAVE_VM_INLINE T sigmoid_with(T x) {
+  const T e = Exp(select<T>(x < T(0), x, -x));
   const T r = T(1) / (T(1) + e);
   return select<T>(x >= T(0), r, e * r);
+}
+template <typename T>
+OPWEAVE_VM_INLINE T sigmoid(T x) {
+  return sigmoid_with<T, exp<T>>(x);
+}
+// sigmoid where e^-|x| is in exp_normal_range: the same bits with exp_normal (EACH_FAST).
+template <typename T>
+OPWEAVE_VM_INLINE bool sigmoid_normal_range(T x) {
+  return (x >= ExpNormalRange<T>::kMin) & (x <= -ExpNormalRange<T>::kMin);
+}
+template <typename T>
+OPWEAVE_VM_INLINE T sigmoid_normal(T x) {
+  return sigmoid_with<T, exp_normal<T>>(x);
 }
 
 // e^x - 1 for x <= 0 without cancellation near 0 (Elu, Selu), written like tanh so it
@@ -300,21 +352,18 @@ constexpr Coefficients<T, K> atanh_series() {
 // f = m - 1 and s = f / (2 + f), log(m) = f - f^2/2 + s (f^2/2 + R(s^2)), where the correction
 // s (f^2/2 + R) is small next to f, so the result keeps f's full precision. Subnormals are scaled
 // by 2^p first. log(0) = -inf, log(inf) = inf, log(x < 0) = NaN, NaN -> NaN. Within ~1 ulp.
+// log of a normal, positive, finite xs, less k_extra in its exponent (subnormals come here scaled).
 template <typename T, int K>
-OPWEAVE_VM_INLINE T log_n(T x) {
+OPWEAVE_VM_INLINE T log_core(T xs, T k_extra) {
   using E = ExpTraits<T>;
   using L = LogTraits<T>;
   using Bits = typename E::Bits;
   constexpr Bits kMantissaMask = (Bits(1) << E::kMantissa) - 1;
-  const bool subnormal = x < L::kMinNormal;
-  const bool finite_positive = (x > T(0)) & (x < std::numeric_limits<T>::infinity());
-  T xs = select<T>(subnormal, x * L::kSubnormalScale, x);
-  xs = select<T>(finite_positive, xs, T(1));  // keeps the arithmetic below finite
   Bits ix = to_bits<T>(xs) + (L::kOne - L::kSqrtHalf);
   // The biased exponent as a float without an int conversion: the shifter holds it in its low
   // mantissa bits.
   const T biased = from_bits<T>((ix >> E::kMantissa) | to_bits<T>(E::kShifter)) - E::kShifter;
-  const T k = biased - T(E::kBias) - select<T>(subnormal, L::kSubnormalExponent, T(0));
+  const T k = biased - T(E::kBias) - k_extra;
   ix = (ix & kMantissaMask) + L::kSqrtHalf;
   const T f = from_bits<T>(ix) - T(1);
   const T s = f / (T(2) + f);
@@ -325,7 +374,22 @@ OPWEAVE_VM_INLINE T log_n(T x) {
   for (int i = K - 1; i >= 1; --i) p = p * z + c.v[i];
   const T r = p * z;
   const T hfsq = T(0.5) * f * f;
-  T out = k * E::kLn2Hi - ((hfsq - (s * (hfsq + r) + k * E::kLn2Lo)) - f);
+  return k * E::kLn2Hi - ((hfsq - (s * (hfsq + r) + k * E::kLn2Lo)) - f);
+}
+
+// Natural log with K terms of the series (log below uses the full-precision count). x = 2^k m with
+// m in [sqrt(1/2), sqrt(2)) (the exponent field is shifted so it rolls over at sqrt(2)); with
+// f = m - 1 and s = f / (2 + f), log(m) = f - f^2/2 + s (f^2/2 + R(s^2)), where the correction
+// s (f^2/2 + R) is small next to f, so the result keeps f's full precision. Subnormals are scaled
+// by 2^p first. log(0) = -inf, log(inf) = inf, log(x < 0) = NaN, NaN -> NaN. Within ~1 ulp.
+template <typename T, int K>
+OPWEAVE_VM_INLINE T log_n(T x) {
+  using L = LogTraits<T>;
+  const bool subnormal = x < L::kMinNormal;
+  const bool finite_positive = (x > T(0)) & (x < std::numeric_limits<T>::infinity());
+  T xs = select<T>(subnormal, x * L::kSubnormalScale, x);
+  xs = select<T>(finite_positive, xs, T(1));  // keeps the arithmetic below finite
+  T out = log_core<T, K>(xs, select<T>(subnormal, L::kSubnormalExponent, T(0)));
   out = select<T>(x == T(0), -std::numeric_limits<T>::infinity(), out);
   out = select<T>(x == std::numeric_limits<T>::infinity(), x, out);
   return select<T>((x < T(0)) | (x != x), std::numeric_limits<T>::quiet_NaN(), out);
@@ -334,6 +398,18 @@ OPWEAVE_VM_INLINE T log_n(T x) {
 template <typename T>
 OPWEAVE_VM_INLINE T log(T x) {
   return log_n<T, LogTraits<T>::kTerms>(x);
+}
+
+// log for normal, positive, finite x (log_normal_range): log's formula without its special cases,
+// the same operations on such x, so the same bits. The loops run it over whole blocks in range
+// (unary_math_loops.h, EACH_FAST).
+template <typename T>
+OPWEAVE_VM_INLINE bool log_normal_range(T x) {
+  return (x >= LogTraits<T>::kMinNormal) & (x < std::numeric_limits<T>::infinity());
+}
+template <typename T>
+OPWEAVE_VM_INLINE T log_normal(T x) {
+  return log_core<T, LogTraits<T>::kTerms>(x, T(0));
 }
 
 // log(1 + x) = log(u) + (x - (u - 1)) / u with u = 1 + x rounded: the second term is the rounding
@@ -392,16 +468,51 @@ OPWEAVE_VM_INLINE T expm1(T x) {
   return select<T>(x != x, x, out);
 }
 
+// -- one-operation functions ----------------------------------------------------------------------
+
+template <typename T>
+OPWEAVE_VM_INLINE T neg_of(T x) {
+  return -x;
+}
+template <typename T>
+OPWEAVE_VM_INLINE T relu_of(T x) {
+  return select<T>(x < T(0), T(0), x);  // NaN and -0 stay as they are
+}
+template <typename T>
+OPWEAVE_VM_INLINE T square_of(T x) {
+  return x * x;
+}
+template <typename T>
+OPWEAVE_VM_INLINE T reciprocal_of(T x) {
+  return T(1) / x;
+}
+// 1 for x > 0, -1 for x < 0, x itself for zeros (+0: TensorFlow's sign(-0.0) is +0) and NaN.
+template <typename T>
+OPWEAVE_VM_INLINE T sign_of(T x) {
+  T out = select<T>(x > T(0), T(1), T(0));
+  out = select<T>(x < T(0), T(-1), out);
+  return select<T>(x != x, x, out);
+}
+template <typename T>
+OPWEAVE_VM_INLINE T squared_difference_of(T a, T b) {
+  const T d = a - b;
+  return d * d;
+}
+
 // -- float32 functions computed in double ---------------------------------------------------------
 
 // Whether float32 x lies where sin_f32 / cos_f32 reduce exactly enough (elsewhere, including inf
 // and NaN, the callers use the C library).
 OPWEAVE_VM_INLINE bool trig_f32_in_range(float x) { return abs(x) <= 1048576.0f; }  // 2^20
 
-// sin (quadrant_shift 0) or cos (1) of a float32 x with |x| <= 2^20, in double: x = n pi/2 + r with
-// a two-part pi/2 whose high part has 33 bits (n pi2_hi is exact for n < 2^20), |r| <= pi/4, then a
-// Taylor polynomial of sin or cos of r picked by the quadrant (n + shift) mod 4.
-OPWEAVE_VM_INLINE float trig_f32(float xf, int quadrant_shift) {
+// A float32 x with |x| <= 2^20 reduced in double: x = n pi/2 + r with a two-part pi/2 whose high
+// part has 33 bits (n pi2_hi is exact for n < 2^20), |r| <= pi/4; sin r and cos r by their Taylor
+// series, and the quadrant n mod 4 (of n + shift).
+struct TrigReduced {
+  double sin_r, cos_r;
+  std::uint64_t quadrant;
+};
+OPWEAVE_VM_INLINE TrigReduced trig_reduce_f32(float xf, int quadrant_shift) {
   constexpr double kTwoOverPi = 0.63661977236758134308;
   constexpr double kPio2Hi = 1.5707963267341256e+00;  // 33 bits of pi/2
   constexpr double kPio2Lo = 6.0771005065061922e-11;  // pi/2 - kPio2Hi
@@ -420,75 +531,148 @@ OPWEAVE_VM_INLINE float trig_f32(float xf, int quadrant_shift) {
   const double cos_r =
       1.0 +
       z * (-0.5 + z * (1.0 / 24 + z * (-1.0 / 720 + z * (1.0 / 40320 + z * (-1.0 / 3628800)))));
-  double v = select<double>((q & 1u) != 0, cos_r, sin_r);
-  v = select<double>((q & 2u) != 0, -v, v);
+  return {sin_r, cos_r, q};
+}
+
+// sin (quadrant_shift 0) or cos (1) of a float32 x with |x| <= 2^20: the series of sin or cos of r
+// picked by the quadrant.
+OPWEAVE_VM_INLINE float trig_f32(float xf, int quadrant_shift) {
+  const TrigReduced t = trig_reduce_f32(xf, quadrant_shift);
+  const double x = static_cast<double>(xf);
+  double v = select<double>((t.quadrant & 1u) != 0, t.cos_r, t.sin_r);
+  v = select<double>((t.quadrant & 2u) != 0, -v, v);
   v = select<double>((x == 0.0) & (quadrant_shift == 0), x, v);  // sin(-0) = -0
   return static_cast<float>(v);
 }
 
-// pow of float32 in double: |x|^y = e^(y log|x|) with a log good to ~2^-36 and exp to ~2^-36
-// (shorter series than the double functions need), so the float32 result is within an ulp; then
-// C's rules for signs and special values (pow(x, 0) = 1, pow(1, y) = 1, pow(-1, +-inf) = 1, a
-// negative base with an odd integer exponent negates, with a non-integer exponent is NaN, zeros and
-// infinities as C99 F.9.4.4).
-// log of a float32 x in double, for pow: the exponent and mantissa split is done on the float's
-// bits (8 lanes a vector where double would have 4), f = m - 1 is exact in double, and the
-// series (as in log_n) runs in double. x is |base|: >= 0, inf or NaN.
-OPWEAVE_VM_INLINE double log_of_float(float x) {
-  using E = ExpTraits<float>;
+// tan of a float32 x with |x| <= 2^20: sin r / cos r, or -cos r / sin r in the odd quadrants
+// (tan(r + pi/2) = -1 / tan r), divided in double (each part within ~2^-36, so the float result is
+// within an ulp). tan(+-0) = +-0.
+OPWEAVE_VM_INLINE float tan_f32(float x) {
+  const TrigReduced t = trig_reduce_f32(x, 0);
+  const bool odd = (t.quadrant & 1u) != 0;
+  const double num = select<double>(odd, -t.cos_r, t.sin_r);
+  const double den = select<double>(odd, t.sin_r, t.cos_r);
+  return select<float>(x == 0.0f, x, static_cast<float>(num / den));
+}
+
+OPWEAVE_VM_INLINE float sin_f32(float x) { return trig_f32(x, 0); }
+OPWEAVE_VM_INLINE float cos_f32(float x) { return trig_f32(x, 1); }
+OPWEAVE_VM_INLINE float sin_libm_f32(float x) { return std::sin(x); }
+OPWEAVE_VM_INLINE float cos_libm_f32(float x) { return std::cos(x); }
+OPWEAVE_VM_INLINE double sin_libm_f64(double x) { return std::sin(x); }
+OPWEAVE_VM_INLINE double cos_libm_f64(double x) { return std::cos(x); }
+OPWEAVE_VM_INLINE float tan_libm_f32(float x) { return std::tan(x); }
+OPWEAVE_VM_INLINE double tan_libm_f64(double x) { return std::tan(x); }
+
+// -- pow of float32
+// ---------------------------------------------------------------------------------
+
+// a * b + c rounded once (IEEE's fused multiply-add). The AVX2 and AVX-512 builds (-mfma) use the
+// instruction, vectorised; the baseline build calls the C library's fma, correctly rounded too, so
+// every build gives the same bits (there the loop runs element by element).
+OPWEAVE_VM_INLINE double fused_multiply_add(double a, double b, double c) {
+  return std::fma(a, b, c);
+}
+
+// The 16 pieces of [kPowOff, 2 kPowOff) (kPowOff = 0.69921875), cut by the top 4 mantissa bits of
+// z - kPowOff: 1/c for a point c of each piece, and log2(c) = -log2(1/c) (to double precision of
+// the double 1/c). c = 1 in the piece holding 1, so log2 near 1 is as accurate as r below.
+inline constexpr std::uint32_t kPowOff = 0x3f330000u;
+inline constexpr double kPowInvC[16] = {
+    0x1.661ec6a5122f9p+0, 0x1.571ed3c506b3ap+0, 0x1.49539e3b2d067p+0, 0x1.3c995a47babe7p+0,
+    0x1.30d190130d190p+0, 0x1.25e22708092f1p+0, 0x1.1bb4a4046ed29p+0, 0x1.12358e75d3033p+0,
+    0x1.0953f39010954p+0, 0x1.0000000000000p+0, 0x1.e573ac901e574p-1, 0x1.ca4b3055ee191p-1,
+    0x1.b2036406c80d9p-1, 0x1.9c2d14ee4a102p-1, 0x1.886e5f0abb04ap-1, 0x1.767dce434a9b1p-1};
+inline constexpr double kPowLog2C[16] = {-0x1.efec61b011f85p-2, -0x1.b0b67f4f46812p-2,
+                                         -0x1.7418acebbf18fp-2, -0x1.39de8e1559f6ep-2,
+                                         -0x1.01d9bbcfa61d4p-2, -0x1.97c1cb13c7ec0p-3,
+                                         -0x1.2f9e32d5bfdd1p-3, -0x1.960caf9abb7c1p-4,
+                                         -0x1.a6f9c377dd31dp-5, 0.0,
+                                         0x1.3aa2fdd27f1bfp-4,  0x1.476a9f983f74dp-3,
+                                         0x1.e840be74e6a4dp-3,  0x1.406463b1b0448p-2,
+                                         0x1.88e9c72e0b224p-2,  0x1.ce0a4923a587dp-2};
+
+// 1 / (j ln 2) with alternating signs, j = 1..D: log2(1 + r) = r (c1 + c2 r + ... + cD r^(D-1)).
+template <int D>
+constexpr Coefficients<double, D> log2_series() {
+  constexpr double kInvLn2 = 1.44269504088896340736;
+  Coefficients<double, D> c{};
+  c.v[0] = 0.0;
+  for (int j = 1; j <= D; ++j) c.v[j] = (j % 2 == 1 ? kInvLn2 : -kInvLn2) / j;
+  return c;
+}
+
+// log2 of a float32 x in double, for pow: x = 2^k z with z in [kPowOff, 2 kPowOff), z = c (1 + r)
+// with the table's c of z's piece, |r| < 0.03 (r = z / c - 1 by one fused multiply-add: z has 24
+// bits, so z (1/c) - 1 is within 2^-53 relative of r), then log2(1 + r) by 6 terms of its series
+// (the first omitted, |r|^7 / 7, is below 2^-35 relative). x is |base|: >= 0, inf or NaN.
+OPWEAVE_VM_INLINE double log2_of_float(float x) {
   using L = LogTraits<float>;
   const bool subnormal = x < L::kMinNormal;
   const bool finite_positive = (x > 0.0f) & (x < std::numeric_limits<float>::infinity());
   float xs = select<float>(subnormal, x * L::kSubnormalScale, x);
-  xs = select<float>(finite_positive, xs, 1.0f);
-  std::uint32_t ix = to_bits<float>(xs) + (L::kOne - L::kSqrtHalf);
-  const float biased =
-      from_bits<float>((ix >> E::kMantissa) | to_bits<float>(E::kShifter)) - E::kShifter;
-  const float k = biased - float(E::kBias) - select<float>(subnormal, L::kSubnormalExponent, 0.0f);
-  ix = (ix & ((1u << E::kMantissa) - 1)) + L::kSqrtHalf;
-  using D = ExpTraits<double>;
-  const double f = static_cast<double>(from_bits<float>(ix)) - 1.0;
-  const double kd = static_cast<double>(k);
-  const double s = f / (2.0 + f);
-  const double z = s * s;
-  constexpr auto c = atanh_series<double, 6>();
+  xs = select<float>(finite_positive, xs, 1.0f);  // keeps the arithmetic below finite
+  const std::uint32_t ix = to_bits<float>(xs);
+  const std::uint32_t tmp = ix - kPowOff;
+  // The index as 64 bits: GCC 12 gathers doubles only by 64-bit indices (with 32-bit ones the
+  // loop stays scalar).
+  const std::uint64_t i = (tmp >> 19) & 15u;
+  const std::uint32_t top = tmp & 0xff800000u;
+  const float z = from_bits<float>(ix - top);
+  // k = tmp's exponent field as a signed number (an arithmetic shift), less 23 for subnormals.
+  const auto k = static_cast<std::int32_t>(top) >> 23;
+  const double kd = static_cast<double>(k) - select<double>(subnormal, 23.0, 0.0);
+  const double r = fused_multiply_add(static_cast<double>(z), kPowInvC[i], -1.0);
+  constexpr auto c = log2_series<6>();
   double p = c.v[6];
 #pragma GCC unroll 16
-  for (int i = 5; i >= 1; --i) p = p * z + c.v[i];
-  const double hfsq = 0.5 * f * f;
-  double out = kd * D::kLn2Hi - ((hfsq - (s * (hfsq + p * z) + kd * D::kLn2Lo)) - f);
+  for (int j = 5; j >= 1; --j) p = fused_multiply_add(p, r, c.v[j]);
+  double out = fused_multiply_add(r, p, kPowLog2C[i] + kd);
   out = select<double>(x == 0.0f, -std::numeric_limits<double>::infinity(), out);
   out = select<double>(x == std::numeric_limits<float>::infinity(),
                        std::numeric_limits<double>::infinity(), out);
   return select<double>(x != x, std::numeric_limits<double>::quiet_NaN(), out);
 }
 
-// pow of float32 in double: |x|^y = e^(y log|x|) with a log good to ~2^-36 and exp to ~2^-36
-// (shorter series than the double functions need), so the float32 result is within an ulp; then
-// C's rules for signs and special values (pow(x, 0) = 1, pow(1, y) = 1, pow(-1, +-inf) = 1, a
-// negative base with an odd integer exponent negates, with a non-integer exponent is NaN, zeros and
-// infinities as C99 F.9.4.4).
-// e^z in double for a result rounded to float32 (pow): z is clamped to [-104, 89], beyond which
-// the float result is 0 or inf anyway, so 2^n stays a normal double and needs one factor; a
-// degree-8 series is within 2^-31. NaN stays NaN.
-OPWEAVE_VM_INLINE double exp_for_float(double z) {
-  using E = ExpTraits<double>;
-  double zc = select<double>(z < -104.0, -104.0, z);
-  zc = select<double>(zc > 89.0, 89.0, zc);
-  const double n = (zc * E::kLog2e + E::kShifter) - E::kShifter;
-  const double r = (zc - n * E::kLn2Hi) - n * E::kLn2Lo;
-  constexpr auto c = inverse_factorials<double, 8>();
+// (ln 2)^j / j!, j = 0..D: 2^f = sum of c_j f^j.
+template <int D>
+constexpr Coefficients<double, D> exp2_series() {
+  constexpr double kLn2 = 0.69314718055994530942;
+  Coefficients<double, D> c{};
+  double term = 1.0;
+  for (int j = 0; j <= D; ++j) {
+    c.v[j] = term;
+    term = term * kLn2 / (j + 1);
+  }
+  return c;
+}
+
+// 2^t in double for a result rounded to float32 (pow): t is clamped to [-200, 200], beyond which
+// the float result is 0 or inf anyway, so 2^n stays a normal double; t = n + f with |f| <= 1/2 and
+// 2^f by 9 terms of its series (within 2^-32). NaN stays NaN.
+OPWEAVE_VM_INLINE double exp2_for_float(double t) {
+  constexpr double kShifter = ExpTraits<double>::kShifter;
+  double tc = select<double>(t < -200.0, -200.0, t);
+  tc = select<double>(tc > 200.0, 200.0, tc);
+  const double n = (tc + kShifter) - kShifter;
+  const double f = tc - n;
+  constexpr auto c = exp2_series<8>();
   double p = c.v[8];
 #pragma GCC unroll 16
-  for (int i = 7; i >= 0; --i) p = p * r + c.v[i];
+  for (int j = 7; j >= 0; --j) p = fused_multiply_add(p, f, c.v[j]);
   return p * pow2i<double>(n);
 }
 
+// pow of float32 in double: |x|^y = 2^(y log2|x|) with log2 within 2^-35 and 2^t within 2^-32
+// relative, so the float32 result is within 0.51 ulp; then C's rules for signs and special values
+// (pow(x, 0) = 1, pow(1, y) = 1, pow(-1, +-inf) = 1, a negative base with an odd integer exponent
+// negates, with a non-integer exponent is NaN, zeros and infinities as C99 F.9.4.4).
 OPWEAVE_VM_INLINE float pow_f32(float x, float y) {
   const float ax = abs(x);
   // Only the logarithm and the exponential need double; the sign and special-value rules are
   // exact in float (y * 0.5, floor and * 2 of a float are exact).
-  const double e = exp_for_float(static_cast<double>(y) * log_of_float(ax));
+  const double e = exp2_for_float(static_cast<double>(y) * log2_of_float(ax));
   const float r = static_cast<float>(e);
   const bool y_integer = floor(y) == y;  // true for +-inf too
   const bool y_odd = y_integer & (floor(y * 0.5f) * 2.0f != y);
@@ -498,6 +682,7 @@ OPWEAVE_VM_INLINE float pow_f32(float x, float y) {
   out = select<float>((ax == 1.0f) & (abs(y) == std::numeric_limits<float>::infinity()), 1.0f, out);
   return select<float>((x == 1.0f) | (y == 0.0f), 1.0f, out);
 }
+OPWEAVE_VM_INLINE double pow_f64(double x, double y) { return std::pow(x, y); }
 
 // Whether fmod_f32 is exact for these operands: |x / y| < 2^24 (elsewhere the callers use the C
 // library). Infinite or NaN operands and y = 0 are handled by fmod_f32 itself.

@@ -85,6 +85,8 @@ def check_int(
     ValueError
         For an integer outside the range, naming the range.
     """
+    if type(value) is int and minimum <= value <= maximum:
+        return value  # the usual case, decided without the general checks below
     if isinstance(value, np.ndarray) and value.ndim == 0:
         value = value[()]
     if not is_exact_int(value):

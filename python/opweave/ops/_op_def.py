@@ -648,10 +648,20 @@ def _value_key(v: Any, depth: int = 0) -> Any:
     if t is list or t is tuple:
         if depth >= 2 or len(v) > _MAX_KEYED_ELEMENTS:
             return _NO_KEY
-        parts = tuple(_value_key(e, depth + 1) for e in v)
-        if any(p is _NO_KEY for p in parts):
-            return _NO_KEY
-        return ("l" if t is list else "t", parts)
+        # Lists of plain ints (shapes, axes, begin / size) are most of them: keyed by the ints
+        # themselves under their own tags, without a key per element.
+        for e in v:
+            if type(e) is not int:
+                break
+        else:
+            return ("L" if t is list else "T", tuple(v))
+        parts = []
+        for e in v:
+            k = _value_key(e, depth + 1)
+            if k is _NO_KEY:
+                return _NO_KEY
+            parts.append(k)
+        return ("l" if t is list else "t", tuple(parts))
     if isinstance(v, np.generic) and v.dtype in _PASS_THROUGH:
         return ("g", v.dtype.str, v.tobytes())
     if isinstance(v, np.dtype):

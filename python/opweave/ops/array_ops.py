@@ -715,10 +715,11 @@ def _out_type(*tensors: Any) -> DType:
 def _nested_ints(value: Any) -> Any:
     """Indices given as nested Python lists (``[[0, 1], [2, 0]]``): an int32 (int64 when needed)
     array, which the op's dtype check then takes; anything else unchanged."""
-    from ._op_def import _contains_tensor
+    if isinstance(value, (list, tuple)):
+        from ._op_def import _contains_tensor  # here: an import costs ~1 us a call
 
-    if isinstance(value, (list, tuple)) and not _contains_tensor(value):
-        return to_array(value)
+        if not _contains_tensor(value):
+            return to_array(value)
     return value
 
 

@@ -210,6 +210,12 @@ def reduce_logsumexp(
 
     def build(x: Any) -> Tensor:
         raw_max = reduce_max(x, axis, keepdims=True)
+        if isinstance(raw_max, np.ndarray) and raw_max.dtype.kind == "f":
+            # Eager: the shift is exact NumPy work (a select and a reshape, no rounding), the
+            # values the ops below give, without an eager call for each of five small ops.
+            shift = np.where(np.isfinite(raw_max), raw_max, np.zeros_like(raw_max))
+            total = log(reduce_sum(exp(subtract(x, shift)), axis, keepdims=keep))
+            return add(total, shift if keep else shift.reshape(np.shape(total)))
         my_max = stop_gradient(select_v2(is_finite(raw_max), raw_max, zeros_like(raw_max)))
         result = log(reduce_sum(exp(subtract(x, my_max)), axis, keepdims=keep))
         if not keep:

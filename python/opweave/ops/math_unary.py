@@ -1,5 +1,5 @@
 """Element-wise unary math: abs, sign, square, sqrt, rsqrt, log, log1p, expm1, floor, ceil, round,
-reciprocal, sin, cos, the float predicates (is_nan, is_inf, is_finite) and logical_not.
+reciprocal, sin, cos, tan, the float predicates (is_nan, is_inf, is_finite) and logical_not.
 
 Each is one op with TensorFlow's name, dtypes and gradient. Float math is computed by vectorised
 polynomial kernels (float16 in float32); the result of every element is the same whatever the
@@ -47,6 +47,7 @@ __all__: list[str] = [
     "sin",
     "sqrt",
     "square",
+    "tan",
 ]
 
 SIGNED = FLOATS | frozenset({int8, int16, int32, int64})  # TensorFlow's Abs / Sign / Round types
@@ -131,6 +132,11 @@ def _sin_grad(op_: Operation, grad: Tensor) -> list[Any]:
 
 def _cos_grad(op_: Operation, grad: Tensor) -> list[Any]:
     return [multiply(negative(grad), sin(op_.inputs[0]))]
+
+
+def _tan_grad(op_: Operation, grad: Tensor) -> list[Any]:
+    secx = reciprocal(cos(op_.inputs[0]))  # TensorFlow's _TanGrad: grad * sec(x)^2
+    return [multiply(square(secx), grad)]
 
 
 # -- the ops -------------------------------------------------------------------------------------
@@ -310,6 +316,17 @@ def cos(x: TensorLike, name: str | None = None) -> Tensor:
     >>> import opweave as ow
     >>> ow.kernels.cos(np.array([0.0, np.pi]))
     array([ 1., -1.])
+    """
+
+
+@op("Tan", **_unary(FLOATS, _tan_grad, flops=20))
+def tan(x: TensorLike, name: str | None = None) -> Tensor:
+    """Tangent (floating dtypes, radians).
+
+    >>> import numpy as np
+    >>> import opweave as ow
+    >>> ow.kernels.tan(np.array([0.0, np.pi / 4]))
+    array([0., 1.])
     """
 
 
