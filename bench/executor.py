@@ -1098,6 +1098,12 @@ def bench_serve(reps: int, quick: bool, libs: Sequence[str], settings: Sequence[
             f"({how}, 256 MiB); load avg {os.getloadavg()[0]:.2f}",
             flush=True,
         )
+        empty = {rate: _open_loop(lambda: None, rate, open_s / 2)["cpu"] for rate in SERVE_RATES}
+        _note(
+            "an empty request costs "
+            + ", ".join(f"{cpu * 1e6:.0f} us CPU at {rate}/s" for rate, cpu in empty.items())
+            + " in this loop (sleeping and waking up; included in every open-loop CPU figure)"
+        )
         for lib in active:
             info = ready[lib]["info"]
             _note(f"{lib}: " + "; ".join(f"{k}: {v}" for k, v in info.items()))
