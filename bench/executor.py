@@ -36,6 +36,23 @@ What a dataflow runtime adds on top of its kernels, measured the same way for ea
   intermediate), TensorFlow with Grappler on, PyTorch eager, and NumPy (one temporary per op)
   in the note.
 
+- serve: small-batch inference, where a runtime's fixed costs dominate. MLP 784-512-512-10
+  float32 (relu between layers; weights drawn from one seed, the same for every library), one
+  network and 4 towers (outputs summed), batch 1 and 16, at (intra, inter) = (1, 1) and (2, 2):
+  opweave (Session.make_callable, default optimizer: fused products with weights packed once;
+  the worker prints the optimizer's and the weight cache's counts), ONNX Runtime (the model built
+  with onnx.helper: MatMul + Add + Relu, Sum; intra_op_num_threads / inter_op_num_threads,
+  ORT_PARALLEL when inter > 1) at its defaults and with spinning off
+  (session.intra_op.allow_spinning = session.inter_op.allow_spinning = "0"), TensorFlow 1 graph
+  mode (default Grappler) and PyTorch eager (F.linear, inference_mode). One process per (library,
+  setting), each importing only its library; the processes of a setting are driven in turns
+  (the others sleep meanwhile). Per case: closed-loop latency (requests back to back; median and
+  p90 of every request of every round) and CPU per request; open loop at 100 and 1000 requests/s
+  (a request every 10 / 1 ms, sleeping in between): median latency and the process's CPU time per
+  request, which shows worker threads that spin between requests. The memory floor is the
+  weights' bytes over the read bandwidth of a 256 MiB array measured in the same run (the sum
+  bench/kernels.py times); the goals of issue 16 are checked on each case's figures.
+
 The other sections use inter = intra = 2 for all three libraries. Calls are interleaved round by
 round; each turn first sleeps (so the other libraries' idle workers park instead of stealing a
 core), makes one untimed call, then times a batch of calls. The table shows medians over rounds.
@@ -43,13 +60,16 @@ core), makes one untimed call, then times a batch of calls. The table shows medi
     python bench/executor.py                  # everything
     python bench/executor.py --quick          # fewer sizes and rounds
     python bench/executor.py --only chain     # one section (chain, optimizer, fixed, taskflow, mlp,
-                                              # fusion)
+                                              # fusion, serve)
+    python bench/executor.py --only serve --serve-libs opweave,ort --serve-settings 1x1
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
+import itertools
 import json
 import math
 import os
@@ -66,19 +86,27 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 import numpy as np
 import opweave as ow
 
-try:
-    import tensorflow as tf
+# A serving worker (--serve-worker LIB, see bench_serve) imports only the library it measures:
+# another library's threads and memory must not sit in the process whose CPU time is counted.
+_SERVE_LIB = (
+    sys.argv[sys.argv.index("--serve-worker") + 1] if "--serve-worker" in sys.argv else None
+)
 
-    tf1: Any = tf.compat.v1
-    tf1.disable_eager_execution()
-except ImportError:  # pragma: no cover
-    tf = None
-    tf1 = None
+tf: Any = None
+tf1: Any = None
+torch: Any = None
+if _SERVE_LIB in (None, "tensorflow"):
+    try:
+        import tensorflow as tf
 
-try:
-    import torch
-except ImportError:  # pragma: no cover
-    torch = None
+        tf1 = tf.compat.v1
+        tf1.disable_eager_execution()
+    except ImportError:  # pragma: no cover
+        pass
+
+if _SERVE_LIB in (None, "torch"):
+    with contextlib.suppress(ImportError):
+        import torch
 
 Fn = Callable[[], Any]
 
@@ -717,6 +745,484 @@ def bench_mlp(reps: int) -> None:
     _note("one fresh process per setting (all three libraries size their pools once)")
 
 
+# -- serving: small-batch inference -----------------------------------------------------------
+SERVE_SIZES = (784, 512, 512, 10)  # MLP 784-512-512-10: relu after every layer but the last
+SERVE_CASES = ((1, 1), (1, 4), (16, 1), (16, 4))  # (batch, towers); towers' outputs summed
+SERVE_RATES = (100, 1000)  # open loop: requests per second
+SERVE_SETTINGS = ((1, 1), (2, 2))  # (intra, inter)
+SERVE_LIBS = ("opweave", "ort", "ort-nospin", "tensorflow", "torch")
+SERVE_LABELS = {
+    "opweave": "opweave",
+    "ort": "ORT",
+    "ort-nospin": "ORT-nospin",
+    "tensorflow": "TF",
+    "torch": "torch",
+}
+SERVE_RATIO_LABELS = {
+    "ort": "ORT/ow",
+    "ort-nospin": "ORTns/ow",
+    "tensorflow": "TF/ow",
+    "torch": "torch/ow",
+}
+SERVE_SETTLE_S = float(os.environ.get("OW_BENCH_SERVE_SETTLE_S", "0.3"))
+_MARK = "@@serve "  # prefixes the worker's answers (libraries may print to stdout too)
+
+
+def _serve_arrays(seed: int = 0) -> tuple[list[list[tuple[np.ndarray, np.ndarray]]], dict]:
+    """Weights of 4 towers (the one-network cases use the first) and an input per batch size."""
+    rng = np.random.default_rng(seed)
+    towers = []
+    for _ in range(max(t for _, t in SERVE_CASES)):
+        layers = []
+        for fan_in, fan_out in itertools.pairwise(SERVE_SIZES):
+            w = (rng.standard_normal((fan_in, fan_out)) / np.sqrt(fan_in)).astype(np.float32)
+            b = (0.1 * rng.standard_normal(fan_out)).astype(np.float32)
+            layers.append((w, b))
+        towers.append(layers)
+    xs = {b: rng.standard_normal((b, SERVE_SIZES[0])).astype(np.float32) for b, _ in SERVE_CASES}
+    return towers, xs
+
+
+def _serve_weight_bytes(towers: int) -> int:
+    per_tower = sum((fan_in + 1) * fan_out for fan_in, fan_out in itertools.pairwise(SERVE_SIZES))
+    return 4 * towers * per_tower
+
+
+def _serve_graph(lib: Any, dtype: Any, batch: int, layers: list[list[Any]]) -> tuple[Any, Any, Any]:
+    """The MLP in a TensorFlow-1-style library (opweave or tf.compat.v1): placeholder x, fetch y."""
+    g = lib.Graph()
+    with g.as_default():
+        x = lib.placeholder(dtype, shape=(batch, SERVE_SIZES[0]), name="x")
+        outs = []
+        for tower in layers:
+            h = x
+            for i, (w, b) in enumerate(tower):
+                h = lib.matmul(h, lib.constant(w)) + lib.constant(b)
+                if i < len(tower) - 1:
+                    h = lib.nn.relu(h)
+            outs.append(h)
+        y = outs[0] if len(outs) == 1 else lib.add_n(outs)
+    return g, x, y
+
+
+def _serve_onnx(batch: int, layers: list[list[Any]]) -> bytes:
+    """The MLP as an ONNX model (MatMul + Add + Relu, towers summed by Sum)."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    nodes, inits = [], []
+    outs = []
+    for t, tower in enumerate(layers):
+        h = "x"
+        for i, (w, b) in enumerate(tower):
+            inits += [
+                numpy_helper.from_array(w, f"w{t}_{i}"),
+                numpy_helper.from_array(b, f"b{t}_{i}"),
+            ]
+            nodes.append(helper.make_node("MatMul", [h, f"w{t}_{i}"], [f"mm{t}_{i}"]))
+            nodes.append(helper.make_node("Add", [f"mm{t}_{i}", f"b{t}_{i}"], [f"a{t}_{i}"]))
+            h = f"a{t}_{i}"
+            if i < len(tower) - 1:
+                nodes.append(helper.make_node("Relu", [h], [f"r{t}_{i}"]))
+                h = f"r{t}_{i}"
+        outs.append(h)
+    nodes.append(helper.make_node("Sum", outs, ["y"]))
+    graph = helper.make_graph(
+        nodes,
+        "mlp",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, SERVE_SIZES[0]])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [batch, SERVE_SIZES[-1]])],
+        initializer=inits,
+    )
+    opset = min(onnx.defs.onnx_opset_version(), SERVE_ONNX_OPSET)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = min(model.ir_version, SERVE_ONNX_IR)  # what onnxruntime reads
+    onnx.checker.check_model(model)
+    return bytes(model.SerializeToString())
+
+
+SERVE_ONNX_OPSET = 21
+SERVE_ONNX_IR = 10
+
+
+def _serve_build(lib: str, intra: int, inter: int) -> tuple[dict[tuple[int, int], Fn], dict]:
+    """One callable per case for `lib`, configured with (intra, inter), and facts to print."""
+    towers, xs = _serve_arrays()
+    fns: dict[tuple[int, int], Fn] = {}
+    info: dict[str, Any] = {}
+    if lib == "opweave":
+        info["version"] = ow.__version__
+        for batch, n in SERVE_CASES:
+            g, x, y = _serve_graph(ow, ow.float32, batch, towers[:n])
+            sess = ow.Session(graph=g, config=_ow_config(inter, intra))
+            _SESSIONS.append(sess)
+            call = sess.make_callable(y, [x])
+            xv = xs[batch]
+            fns[(batch, n)] = lambda call=call, xv=xv: call(xv)
+            fns[(batch, n)]()  # compile and optimize; check that the products were fused
+            report = sess.optimizer_report()
+            fused = [c for c in report.changes() if "_FusedMatMul" in str(c)] if report else []
+            info[f"b{batch}x{n}"] = (
+                f"{report.nodes_before if report else '?'} -> "
+                f"{report.nodes_after if report else '?'} nodes, "
+                f"{len(fused)} changes to _FusedMatMul"
+            )
+        before = ow._opweave_core.packed_weight_stats()
+        for fn in fns.values():
+            fn()
+        after = ow._opweave_core.packed_weight_stats()
+        info["packed weights"] = (
+            f"{after['packs']} packs in all; one more call of every case: "
+            f"{after['packs'] - before['packs']} packs, {after['hits'] - before['hits']} hits"
+        )
+    elif lib in ("ort", "ort-nospin"):
+        import onnx
+        import onnxruntime as ort
+
+        info["version"] = f"onnxruntime {ort.__version__}, onnx {onnx.__version__}"
+        for batch, n in SERVE_CASES:
+            so = ort.SessionOptions()
+            so.intra_op_num_threads = intra
+            so.inter_op_num_threads = inter
+            if inter > 1:
+                so.execution_mode = ort.ExecutionMode.ORT_PARALLEL
+            if lib == "ort-nospin":
+                so.add_session_config_entry("session.intra_op.allow_spinning", "0")
+                so.add_session_config_entry("session.inter_op.allow_spinning", "0")
+            sess = ort.InferenceSession(
+                _serve_onnx(batch, towers[:n]), sess_options=so, providers=["CPUExecutionProvider"]
+            )
+            xv = xs[batch]
+            fns[(batch, n)] = lambda sess=sess, xv=xv: sess.run(["y"], {"x": xv})[0]
+    elif lib == "tensorflow":
+        info["version"] = f"tensorflow {tf.__version__}"
+        for batch, n in SERVE_CASES:
+            g, x, y = _serve_graph(tf1, tf.float32, batch, towers[:n])
+            sess = tf1.Session(graph=g, config=_tf_config(inter, intra, grappler=True))
+            _SESSIONS.append(sess)
+            call = sess.make_callable(y, [x])
+            xv = xs[batch]
+            fns[(batch, n)] = lambda call=call, xv=xv: call(xv)
+    elif lib == "torch":
+        torch.set_num_threads(intra)
+        torch.set_num_interop_threads(inter)
+        info["version"] = f"torch {torch.__version__}"
+        tt = [
+            [(torch.from_numpy(w.T.copy()), torch.from_numpy(b)) for w, b in tower]
+            for tower in towers
+        ]  # nn.Linear's layout: weight (out, in)
+        linear, relu = torch.nn.functional.linear, torch.relu
+
+        def forward(x: Any, layers: list[list[Any]]) -> Any:
+            total = None
+            for tower in layers:
+                h = x
+                for i, (w, b) in enumerate(tower):
+                    h = linear(h, w, b)
+                    if i < len(tower) - 1:
+                        h = relu(h)
+                total = h if total is None else total + h
+            return total
+
+        def torch_call(x: Any, layers: list[list[Any]]) -> Any:
+            with torch.inference_mode():
+                return forward(x, layers).numpy()
+
+        for batch, n in SERVE_CASES:
+            tx = torch.from_numpy(xs[batch])
+            fns[(batch, n)] = lambda tx=tx, layers=tt[:n]: torch_call(tx, layers)
+    else:
+        raise ValueError(f"unknown library {lib!r}")
+    return fns, info
+
+
+def _closed_loop(fn: Fn, seconds: float) -> dict[str, Any]:
+    """Requests back to back for about `seconds`: each one's latency, and CPU per request."""
+    for _ in range(3):
+        fn()
+    lat: list[float] = []
+    c0, t0 = time.process_time(), time.perf_counter()
+    end = t0 + seconds
+    now = t0
+    while now < end or not lat:
+        s = time.perf_counter()
+        fn()
+        now = time.perf_counter()
+        lat.append(now - s)
+    return {"lat": lat, "cpu": (time.process_time() - c0) / len(lat)}
+
+
+def _open_loop(fn: Fn, rate: float, seconds: float) -> dict[str, Any]:
+    """One request every 1/rate s for `seconds`, sleeping in between: each one's latency (from its
+    start), the process's CPU time per request over whole periods (threads that spin between
+    requests count), and the rate achieved (a request that starts late is not made up for)."""
+    fn()
+    n = max(1, round(rate * seconds))
+    period = 1.0 / rate
+    lat: list[float] = []
+    c0, t0 = time.process_time(), time.perf_counter()
+    for i in range(n):
+        wait = t0 + i * period - time.perf_counter()
+        if wait > 0:
+            time.sleep(wait)
+        s = time.perf_counter()
+        fn()
+        lat.append(time.perf_counter() - s)
+    wait = t0 + n * period - time.perf_counter()  # the last request's whole period
+    if wait > 0:
+        time.sleep(wait)
+    elapsed = time.perf_counter() - t0
+    return {"lat": lat, "cpu": (time.process_time() - c0) / n, "rate": n / elapsed}
+
+
+def serve_worker(lib: str, intra: int, inter: int) -> None:
+    """A persistent worker: builds every case, then answers one JSON command per stdin line."""
+
+    def answer(obj: Any) -> None:
+        sys.stdout.write(_MARK + json.dumps(obj) + "\n")
+        sys.stdout.flush()
+
+    try:
+        fns, info = _serve_build(lib, intra, inter)
+    except Exception as e:  # reported to the parent, which skips the library
+        answer({"error": f"{type(e).__name__}: {e}"})
+        _exit_now()
+    outputs = {f"{b}x{n}": np.asarray(fn()).tolist() for (b, n), fn in fns.items()}
+    answer({"info": info, "outputs": outputs})
+    for line in sys.stdin:
+        cmd = json.loads(line)
+        if cmd["cmd"] == "quit":
+            break
+        fn = fns[(cmd["batch"], cmd["towers"])]
+        if cmd["cmd"] == "closed":
+            answer(_closed_loop(fn, cmd["seconds"]))
+        else:
+            answer(_open_loop(fn, cmd["rate"], cmd["seconds"]))
+    for sess in _SESSIONS:
+        sess.close()
+    _exit_now()
+
+
+class _ServeProcess:
+    """A worker process of one (library, setting), driven by JSON lines."""
+
+    def __init__(self, lib: str, intra: int, inter: int) -> None:
+        self.lib = lib
+        self.proc = subprocess.Popen(
+            [sys.executable, __file__, "--serve-worker", lib, str(intra), str(inter)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+
+    def read(self) -> dict[str, Any]:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            if line.startswith(_MARK):
+                return dict(json.loads(line[len(_MARK) :]))
+        return {"error": f"the worker exited (code {self.proc.wait()})"}
+
+    def ask(self, **cmd: Any) -> dict[str, Any]:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps(cmd) + "\n")
+        self.proc.stdin.flush()
+        return self.read()
+
+    def close(self) -> None:
+        with contextlib.suppress(BrokenPipeError, OSError):
+            self.ask(cmd="quit")
+        self.proc.wait(timeout=30)
+
+
+def _memory_bandwidth(threads: int) -> tuple[float, str]:
+    """Bytes per second of the fastest whole read of a 256 MiB float32 array with at most
+    `threads` threads (NumPy's sum, 1 thread; opweave's reduce_sum on a private pool of 1 and
+    `threads` threads), median of 5 reads each: the sum GB/s bench/kernels.py measures."""
+    x = np.ones(64 * 1024 * 1024, np.float32)
+    fns: dict[str, Fn] = {"numpy sum, 1 thread": lambda: np.sum(x)}
+    for t in sorted({1, threads}):
+        fns[f"opweave reduce_sum, {t} thread{'s' if t > 1 else ''}"] = lambda t=t: (
+            ow.kernels.reduce_sum(x, _num_threads=t)
+        )
+    best, how = 0.0, ""
+    for name, fn in fns.items():
+        fn()
+        ts = []
+        for _ in range(5):
+            t0 = time.perf_counter()
+            fn()
+            ts.append(time.perf_counter() - t0)
+        bw = x.nbytes / statistics.median(ts)
+        if bw > best:
+            best, how = bw, name
+    return best, how
+
+
+def _pct(values: list[float], q: float) -> float:
+    return float(np.percentile(np.asarray(values), q))
+
+
+def _serve_row(label: str, unit: str, vals: dict[str, float | None], libs: Sequence[str]) -> None:
+    ours = vals.get("opweave")
+    cells = "".join(_fmt(vals.get(lib), 11) for lib in libs)
+    ratios = "".join(
+        _fmt(vals[lib] / ours if ours and vals.get(lib) else None, 9, 2)
+        for lib in libs
+        if lib != "opweave"
+    )
+    print(f"{label:<34}{unit:<6}{cells}{ratios}", flush=True)
+
+
+def bench_serve(reps: int, quick: bool, libs: Sequence[str], settings: Sequence[tuple[int, int]]):
+    """Small-batch inference: see the module docstring."""
+    turn_s = 0.05 if quick else 0.1
+    open_s = 0.5 if quick else 1.0  # per round; two rounds unless quick
+    open_rounds = 1 if quick else 2
+    print(
+        f"# serve: MLP {'-'.join(map(str, SERVE_SIZES))} float32, cases (batch, towers) "
+        f"{list(SERVE_CASES)}; towers' outputs summed",
+        flush=True,
+    )
+    for intra, inter in settings:
+        bandwidth, how = _memory_bandwidth(intra)
+        procs = {lib: _ServeProcess(lib, intra, inter) for lib in libs}
+        ready = {lib: p.read() for lib, p in procs.items()}
+        for lib, r in ready.items():
+            if "error" in r:
+                _note(f"{lib} skipped: {r['error']}")
+                procs.pop(lib).close()
+        active = [lib for lib in libs if lib in procs]
+        print(
+            f"\n# intra={intra} inter={inter}; memory read bandwidth {bandwidth / 1e9:.1f} GB/s "
+            f"({how}, 256 MiB); load avg {os.getloadavg()[0]:.2f}",
+            flush=True,
+        )
+        empty = {rate: _open_loop(lambda: None, rate, open_s / 2)["cpu"] for rate in SERVE_RATES}
+        _note(
+            "an empty request costs "
+            + ", ".join(f"{cpu * 1e6:.0f} us CPU at {rate}/s" for rate, cpu in empty.items())
+            + " in this loop (sleeping and waking up; included in every open-loop CPU figure)"
+        )
+        for lib in active:
+            info = ready[lib]["info"]
+            _note(f"{lib}: " + "; ".join(f"{k}: {v}" for k, v in info.items()))
+        peers = [lib for lib in active if lib != "opweave"]
+        print(
+            f"{'case':<34}{'unit':<6}"
+            + "".join(f"{SERVE_LABELS[lib]:>11}" for lib in active)
+            + "".join(f"{SERVE_RATIO_LABELS[lib]:>9}" for lib in peers),
+            flush=True,
+        )
+        for batch, towers in SERVE_CASES:
+            key = f"{batch}x{towers}"
+            if "opweave" in active:
+                ref = np.asarray(ready["opweave"]["outputs"][key])
+                bad = [
+                    lib
+                    for lib in active
+                    if not np.allclose(
+                        np.asarray(ready[lib]["outputs"][key]), ref, rtol=1e-3, atol=1e-3
+                    )
+                ]
+                if bad:
+                    _note(f"WARNING: b{batch} x{towers}: results differ from opweave's: {bad}")
+            lat: dict[str, list[float]] = {lib: [] for lib in active}
+            cpu: dict[str, list[float]] = {lib: [] for lib in active}
+            for _ in range(reps):
+                for lib in active:
+                    time.sleep(SERVE_SETTLE_S)
+                    r = procs[lib].ask(cmd="closed", batch=batch, towers=towers, seconds=turn_s)
+                    lat[lib] += r["lat"]
+                    cpu[lib].append(r["cpu"])
+            name = f"b{batch} {'1 net' if towers == 1 else f'{towers} towers'}"
+            med = {lib: statistics.median(v) * 1e6 for lib, v in lat.items()}
+            _serve_row(f"{name} closed loop, median", "us", med, active)
+            _serve_row("  p90", "us", {lib: _pct(v, 90) * 1e6 for lib, v in lat.items()}, active)
+            _serve_row(
+                "  CPU per request",
+                "us",
+                {lib: statistics.median(v) * 1e6 for lib, v in cpu.items()},
+                active,
+            )
+            open_med: dict[int, dict[str, float]] = {}
+            open_cpu: dict[int, dict[str, float]] = {}
+            for rate in SERVE_RATES:
+                olat: dict[str, list[float]] = {lib: [] for lib in active}
+                ocpu: dict[str, list[float]] = {lib: [] for lib in active}
+                orate: dict[str, list[float]] = {lib: [] for lib in active}
+                for k in range(open_rounds):
+                    for lib in active if k % 2 == 0 else active[::-1]:
+                        time.sleep(SERVE_SETTLE_S)
+                        r = procs[lib].ask(
+                            cmd="open", batch=batch, towers=towers, rate=rate, seconds=open_s
+                        )
+                        olat[lib] += r["lat"]
+                        ocpu[lib].append(r["cpu"])
+                        orate[lib].append(r["rate"])
+                open_med[rate] = {lib: statistics.median(v) * 1e6 for lib, v in olat.items()}
+                open_cpu[rate] = {lib: statistics.mean(v) * 1e6 for lib, v in ocpu.items()}
+                _serve_row(f"  {rate}/s open loop, median", "us", open_med[rate], active)
+                _serve_row("    CPU per request", "us", open_cpu[rate], active)
+                slow = [
+                    f"{lib} {statistics.mean(v):.0f}/s"
+                    for lib, v in orate.items()
+                    if statistics.mean(v) < 0.95 * rate
+                ]
+                if slow:
+                    _note(f"could not keep up with {rate}/s (achieved): {', '.join(slow)}")
+            floor = _serve_weight_bytes(towers) / bandwidth * 1e6
+            _note(
+                f"memory floor {floor:.0f} us ({_serve_weight_bytes(towers) / 1e6:.2f} MB of "
+                f"weights / {bandwidth / 1e9:.1f} GB/s)"
+            )
+            if "opweave" in active:
+                _serve_verdicts(med, open_med, open_cpu, floor)
+        for p in procs.values():
+            p.close()
+    _note(
+        "one process per (library, setting), driven in turns (the others sleep meanwhile); "
+        "closed loop: latencies of every round pooled; CPU = process CPU time / requests"
+    )
+
+
+def _serve_verdicts(
+    med: dict[str, float],
+    open_med: dict[int, dict[str, float]],
+    open_cpu: dict[int, dict[str, float]],
+    floor: float,
+) -> None:
+    """Issue 16's goals for one case, from the figures of this run."""
+    ow_t = med["opweave"]
+    out = []
+    if "ort" in med:
+        lat = [("closed loop", med)] + [(f"{r}/s", open_med[r]) for r in open_med]
+        ok = all(m["opweave"] <= m["ort"] for _, m in lat)
+        ratios = ", ".join(f"{m['ort'] / m['opweave']:.2f}x {k}" for k, m in lat)
+        out.append(f"latency <= ORT default's: {'met' if ok else 'NOT met'} ({ratios})")
+    if "ort-nospin" in med:
+        ok = all(open_cpu[r]["opweave"] <= open_cpu[r]["ort-nospin"] for r in open_cpu)
+        ratios = ", ".join(
+            f"{open_cpu[r]['ort-nospin'] / open_cpu[r]['opweave']:.2f}x at {r}/s" for r in open_cpu
+        )
+        out.append(f"CPU/request <= ORT-nospin's: {'met' if ok else 'NOT met'} ({ratios})")
+    ratio_goals = []
+    if "tensorflow" in med:
+        ratio_goals.append((f"3x TF ({med['tensorflow'] / ow_t:.2f}x)", med["tensorflow"] / 3))
+    if "torch" in med:
+        ratio_goals.append((f"1.5x torch ({med['torch'] / ow_t:.2f}x)", med["torch"] / 1.5))
+    if ratio_goals:
+        bound = min(b for _, b in ratio_goals)
+        peers = " and ".join(f"{label}: {'yes' if ow_t <= b else 'no'}" for label, b in ratio_goals)
+        at_floor = ow_t <= 1.2 * floor
+        if 1.2 * floor > bound:  # the floor comes first: within 1.2x of it is the goal
+            verdict = "met" if at_floor or ow_t <= bound else "NOT met"
+            out.append(f"{peers}; floor first, <= 1.2x floor ({1.2 * floor:.0f} us): {verdict}")
+        else:
+            out.append(f"{peers}: {'met' if ow_t <= bound else 'NOT met'}")
+    _note("goals: " + "; ".join(out))
+
+
 # -- main --------------------------------------------------------------------------------------
 def _cpu_model() -> str:
     try:
@@ -729,6 +1235,27 @@ def _cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
+def _blas() -> str:
+    """NumPy's BLAS (threadpoolctl) and what PyTorch's CPU products use."""
+    out = []
+    try:
+        from threadpoolctl import threadpool_info
+
+        out += [
+            f"numpy {i.get('internal_api')} {i.get('version')} {i.get('architecture')}"
+            for i in threadpool_info()
+            if i.get("user_api") == "blas"
+        ]
+    except ImportError:
+        out.append("numpy BLAS unknown (no threadpoolctl)")
+    if torch is not None:
+        out.append(
+            f"torch mkl={torch.backends.mkl.is_available()} "
+            f"mkldnn={torch.backends.mkldnn.is_available()}"
+        )
+    return ", ".join(out)
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawTextHelpFormatter
@@ -737,12 +1264,25 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--reps", type=int, default=None, help="rounds per case (median)")
     parser.add_argument(
         "--only",
-        choices=["chain", "optimizer", "fixed", "taskflow", "mlp", "fusion"],
+        choices=["chain", "optimizer", "fixed", "taskflow", "mlp", "fusion", "serve"],
         default=None,
     )
     parser.add_argument("--mlp-worker", nargs=2, type=int, metavar=("INTER", "INTRA"))
+    parser.add_argument("--serve-worker", nargs=3, metavar=("LIB", "INTRA", "INTER"))
+    parser.add_argument(
+        "--serve-libs",
+        default=",".join(SERVE_LIBS),
+        help=f"serve: libraries to compare (default {','.join(SERVE_LIBS)})",
+    )
+    parser.add_argument(
+        "--serve-settings",
+        default=",".join(f"{a}x{e}" for a, e in SERVE_SETTINGS),
+        help="serve: INTRAxINTER settings (default 1x1,2x2)",
+    )
     args = parser.parse_args(argv)
     reps = args.reps or (5 if args.quick else 15)
+    if args.serve_worker:
+        serve_worker(args.serve_worker[0], int(args.serve_worker[1]), int(args.serve_worker[2]))
     if args.mlp_worker:
         mlp_worker(args.mlp_worker[0], args.mlp_worker[1], reps)
         _exit_now()
@@ -759,7 +1299,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     versions = [f"opweave {ow.__version__}", f"numpy {np.__version__}"]
     versions.append(f"tensorflow {tf.__version__}" if tf is not None else "tensorflow missing")
     versions.append(f"torch {torch.__version__}" if torch is not None else "torch missing")
+    try:
+        import onnxruntime
+
+        versions.append(f"onnxruntime {onnxruntime.__version__}")
+    except ImportError:
+        versions.append("onnxruntime missing")
     print(f"# {', '.join(versions)}")
+    print(f"# BLAS: {_blas()}; opweave gemm ISA f32={ow._opweave_core.gemm_isa('float32')}")
     print(
         f"# inter={INTER} intra={INTRA} unless stated; median of {reps} interleaved rounds; "
         "ratio = peer time / opweave time (> 1: opweave is faster)"
@@ -777,6 +1324,18 @@ def main(argv: Sequence[str] | None = None) -> None:
         bench_fusion(reps, batch_s)
     if args.only in (None, "mlp"):
         bench_mlp(reps)
+    if args.only in (None, "serve"):
+        libs = [lib for lib in args.serve_libs.split(",") if lib]
+        unknown = set(libs) - set(SERVE_LIBS)
+        if unknown:
+            parser.error(f"--serve-libs: unknown {sorted(unknown)}; known: {SERVE_LIBS}")
+        settings = [tuple(int(v) for v in s.split("x")) for s in args.serve_settings.split(",")]
+        bench_serve(
+            3 if args.quick else 7 if args.reps is None else reps,
+            args.quick,
+            libs,
+            [(a, e) for a, e in settings],
+        )
     print(f"# done, load avg {os.getloadavg()[0]:.2f}")
     for sess in _SESSIONS:
         sess.close()

@@ -1,6 +1,6 @@
 """The fixed cost of a run: make_callable's fast path gives what Session.run gives (values,
-conversions, errors), and a small cheap graph runs in the calling thread while expensive ops
-still go to the inter-op pool."""
+conversions, errors), and a small cheap graph, or one the inter-op pool cannot speed up (a chain),
+runs in the calling thread while ops that can overlap, or may block, still go to the pool."""
 
 from __future__ import annotations
 
@@ -158,6 +158,51 @@ def test_expensive_ops_still_run_on_the_inter_op_pool() -> None:
         for _ in range(50):
             call(np.float32(1.0))
     assert threading.get_native_id() not in ran_on  # a py_function is never "cheap"
+
+
+def _layers(towers: int) -> tuple[ow.Graph, ow.Tensor, ow.Tensor]:
+    """`towers` chains of 3 products (1 x 1024 times 1024 x 1024, each well above the inline
+    threshold and far below the 2 ms limit of a node in the caller's thread), summed."""
+    rng = np.random.default_rng(0)
+    g = ow.Graph()
+    with g.as_default():
+        x = ow.placeholder(ow.float32, shape=(1, 1024), name="x")
+        ends = []
+        for _ in range(towers):
+            h = x
+            for _ in range(3):
+                w = rng.standard_normal((1024, 1024)).astype(np.float32) / 32
+                h = ow.nn.relu(ow.matmul(h, ow.constant(w)))
+            ends.append(h)
+        y = ends[0] if towers == 1 else ow.add_n(ends)
+    return g, x, y
+
+
+def _callable_threads(towers: int) -> tuple[set[str], set[str]]:
+    """The threads a callable's first run and a later one (once its nodes are measured) ran on."""
+    g, x, y = _layers(towers)
+    with ow.Session(graph=g, config=CONFIG) as sess:
+        call = sess.make_callable(y, [x], accept_options=True)
+        v = np.ones((1, 1024), np.float32)
+        seen = []
+        for i in range(21):
+            meta = ow.RunMetadata()
+            call(v, options=TRACE if i in (0, 20) else None, run_metadata=meta)
+            if i in (0, 20):
+                names = meta.step_stats.thread_names
+                seen.append({names[n.thread_id] for n in meta.step_stats.node_stats})
+    return seen[0], seen[1]
+
+
+def test_a_chain_the_pool_cannot_speed_up_runs_in_the_calling_thread_once_measured() -> None:
+    first, later = _callable_threads(towers=1)
+    assert "caller" not in first  # the first run measures the nodes, on the pool
+    assert later == {"caller"}  # then the hand-over to a worker and back is saved
+
+
+def test_towers_the_pool_can_overlap_stay_on_the_pool() -> None:
+    _, later = _callable_threads(towers=2)
+    assert "caller" not in later
 
 
 def test_many_threads_share_one_callable() -> None:

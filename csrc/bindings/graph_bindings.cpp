@@ -106,7 +106,8 @@ void register_py_func_kernel() {
                      }
                    };
                  },
-                 CostHint::kExpensive, /*stateful=*/true});
+                 CostHint::kExpensive, /*stateful=*/true, /*float16_via_float32=*/false,
+                 /*may_block=*/true});
 }
 
 }  // namespace

@@ -603,4 +603,137 @@ OPWEAVE_TEST(a_cheap_node_that_becomes_expensive_is_noticed_within_a_few_runs) {
   OPWEAVE_CHECK(compiled->node(0).cost_ns.load() >= kInlineThresholdNs);
 }
 
+namespace {
+
+// TBusy: busy-waits `us` microseconds (a kernel whose measured cost is known), then outputs 0;
+// TBusyBlocking: the same, registered as a kernel that may block (KernelDef::may_block).
+void register_busy_kernels() {
+  auto make = [](const NodeDef& node) -> Kernel {
+    const std::int64_t us = node.attr<std::int64_t>("us");
+    return [us](KernelContext& ctx) {
+      const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(us);
+      while (std::chrono::steady_clock::now() < until) {
+      }
+      ctx.outputs[0] = scalar(0);
+    };
+  };
+  register_kernel("TBusy", {make, CostHint::kMeasure});
+  register_kernel("TBusyExpensive", {make, CostHint::kExpensive});
+  register_kernel("TBusyBlocking", {make, CostHint::kMeasure, /*stateful=*/false,
+                                    /*float16_via_float32=*/false, /*may_block=*/true});
+}
+
+// `chains` independent chains of `length` nodes of `op`, each busy `us`; returns their ends.
+std::vector<TensorId> busy_chains(Graph& g, const std::string& op, int chains, int length,
+                                  std::int64_t us) {
+  std::vector<TensorId> ends;
+  for (int c = 0; c < chains; ++c) {
+    int prev = -1;
+    for (int i = 0; i < length; ++i) {
+      std::vector<TensorId> in;
+      if (prev >= 0) in.push_back({prev, 0});
+      prev =
+          add(g, op + std::to_string(c) + "_" + std::to_string(i), op, in, {{"us", AttrValue{us}}});
+    }
+    ends.push_back({prev, 0});
+  }
+  return ends;
+}
+
+// The threads that ran the nodes of one traced run of `req`.
+std::set<long> threads_of_a_traced_run(Executor& ex, RunRequest req) {
+  StepStatsCollector stats;
+  req.observer = &stats;
+  ex.run(req);
+  std::set<long> threads;
+  for (const NodeExecStats& s : stats.take()) threads.insert(s.thread_id);
+  return threads;
+}
+
+}  // namespace
+
+OPWEAVE_TEST(a_chain_the_pool_cannot_speed_up_runs_on_the_caller_once_measured) {
+  // Each node costs more than the inline threshold, but nothing can run beside the chain: after
+  // the first run (on the pool, which measures it), the hand-over would only add its cost.
+  register_busy_kernels();
+  for (const char* op : {"TBusy", "TBusyExpensive"}) {
+    auto g = std::make_shared<Graph>();
+    RunRequest req;
+    req.fetches = busy_chains(*g, op, 1, 4, 50);
+    Executor ex(g);
+    ThreadPool pool(PoolOptions{2, "test-inter", 0, Affinity::kNone});
+    req.inter_pool = &pool;
+    const std::set<long> first = threads_of_a_traced_run(ex, req);
+    OPWEAVE_CHECK(first.count(current_thread_id()) == 0);  // not measured yet: the pool
+    for (int i = 0; i < 5; ++i) ex.run(req);
+    OPWEAVE_CHECK(threads_of_a_traced_run(ex, req) == std::set<long>{current_thread_id()});
+  }
+}
+
+OPWEAVE_TEST(branches_the_pool_can_overlap_run_on_its_workers) {
+  register_busy_kernels();
+  auto g = std::make_shared<Graph>();
+  RunRequest req;
+  req.fetches = busy_chains(*g, "TBusy", 2, 2, 100);
+  Executor ex(g);
+  ThreadPool pool(PoolOptions{2, "test-inter", 0, Affinity::kNone});
+  req.inter_pool = &pool;
+  for (int i = 0; i < 5; ++i) ex.run(req);
+  OPWEAVE_CHECK(threads_of_a_traced_run(ex, req).count(current_thread_id()) == 0);
+}
+
+OPWEAVE_TEST(a_pool_of_one_worker_leaves_a_measured_run_to_the_caller) {
+  // One worker runs the nodes one at a time, exactly as the caller would.
+  register_busy_kernels();
+  auto g = std::make_shared<Graph>();
+  RunRequest req;
+  req.fetches = busy_chains(*g, "TBusy", 2, 2, 100);
+  Executor ex(g);
+  ThreadPool pool(PoolOptions{1, "test-inter", 0, Affinity::kNone});
+  req.inter_pool = &pool;
+  OPWEAVE_CHECK(threads_of_a_traced_run(ex, req).count(current_thread_id()) == 0);
+  for (int i = 0; i < 5; ++i) ex.run(req);
+  OPWEAVE_CHECK(threads_of_a_traced_run(ex, req) == std::set<long>{current_thread_id()});
+}
+
+OPWEAVE_TEST(long_nodes_large_feeds_and_nodes_that_may_block_keep_the_run_on_the_pool) {
+  register_busy_kernels();
+  ThreadPool pool(PoolOptions{1, "test-inter", 0, Affinity::kNone});
+  {
+    // A node that may block (a py_function): the run could not be abandoned at its deadline.
+    auto g = std::make_shared<Graph>();
+    RunRequest req;
+    req.fetches = busy_chains(*g, "TBusyBlocking", 1, 2, 50);
+    req.inter_pool = &pool;
+    Executor ex(g);
+    for (int i = 0; i < 5; ++i) ex.run(req);
+    OPWEAVE_CHECK(threads_of_a_traced_run(ex, req).count(current_thread_id()) == 0);
+  }
+  for (const char* op : {"TBusy", "TBusyExpensive"}) {
+    // A long node (measured over 2 ms): Ctrl-C and the deadline would wait for it.
+    auto g = std::make_shared<Graph>();
+    RunRequest req;
+    req.fetches = busy_chains(*g, op, 1, 1, 30'000);
+    req.inter_pool = &pool;
+    Executor ex(g);
+    ex.run(req);
+    OPWEAVE_CHECK(threads_of_a_traced_run(ex, req).count(current_thread_id()) == 0);
+  }
+  {
+    // A feed far larger than the costs were measured with.
+    auto g = std::make_shared<Graph>();
+    const int x = add(*g, "x", "Placeholder", {});
+    const int y = add(*g, "y", "TBusy", {{x, 0}}, {{"us", AttrValue{std::int64_t{50}}}});
+    Executor ex(g);
+    RunRequest req;
+    req.fetches = {{y, 0}};
+    req.inter_pool = &pool;
+    req.feeds = {{{x, 0}, scalar(1)}};
+    for (int i = 0; i < 5; ++i) ex.run(req);
+    OPWEAVE_CHECK(threads_of_a_traced_run(ex, req) == std::set<long>{current_thread_id()});
+    req.feeds = {{{x, 0}, Tensor::zeros(DType::kInt64, {1 << 17})}};
+    OPWEAVE_CHECK(threads_of_a_traced_run(ex, req).count(current_thread_id()) == 0);
+  }
+}
+
 OPWEAVE_TEST_MAIN()

@@ -126,6 +126,7 @@ std::shared_ptr<CompiledGraph> CompiledGraph::build(const Graph& graph,
       KernelDef kdef = find_kernel(d.op);
       node.kernel = kdef.make(d);
       node.hint = kdef.cost;
+      node.may_block = kdef.may_block;
     } catch (const OpError& e) {
       throw OpError(e.code(), std::string(e.what()) + " (node '" + d.name + "', op " + d.op + ")");
     }

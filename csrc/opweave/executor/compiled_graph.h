@@ -29,6 +29,7 @@ struct CompiledNode {
   // Bit i set (i < 32): this node is the only reader of input i's slot, through input i alone.
   std::uint32_t sole_reader_inputs = 0;
   CostHint hint = CostHint::kMeasure;
+  bool may_block = false;  // KernelDef::may_block
   // Moving-average run time in ns. Relaxed loads/stores: concurrent runs may lose an update, which
   // only nudges a scheduling heuristic and never affects results.
   mutable std::atomic<std::int64_t> cost_ns{0};

@@ -298,11 +298,13 @@ struct Executor::Run {
     // The kernel's parallel loops stop between pieces once the run is cancelled.
     const ScopedCancellation cancel_scope(&cancelled);
     // Only measured nodes pay for the clock reads of the cost estimate, cheap ones on a sample of
-    // runs (kCostSampleEvery).
+    // runs (kCostSampleEvery). Expensive nodes are timed on every run: the clock is nothing next
+    // to them, and the estimate tells whether a run of them may move to the caller's thread.
     const bool measure =
-        node.hint == CostHint::kMeasure &&
-        (node.cost_ns.load(std::memory_order_relaxed) >= kInlineThresholdNs ||
-         ((static_cast<std::uint32_t>(n) + run_sequence) & (kCostSampleEvery - 1)) == 0);
+        node.hint == CostHint::kExpensive ||
+        (node.hint == CostHint::kMeasure &&
+         (node.cost_ns.load(std::memory_order_relaxed) >= kInlineThresholdNs ||
+          ((static_cast<std::uint32_t>(n) + run_sequence) & (kCostSampleEvery - 1)) == 0));
     const Clock::time_point t0 = measure ? Clock::now() : Clock::time_point();
     try {
       const RunningKernel running;  // cpu_pressure.h: parallel_for splits only onto free CPUs
@@ -663,30 +665,59 @@ std::vector<Tensor> Executor::run(const RunRequest& request) {
 
 namespace {
 
-// A run this small and cheap costs less in the caller's thread than the hand-over to an
-// inter-op worker and back (a wake-up each way, ~10 us or more on a busy machine): at most this
-// many nodes, none expensive, their measured costs summing under kInlineThresholdNs. As for a
-// single cheap node, a misjudged run only loses some parallelism among tiny ops.
-constexpr int kCallerRunMaxNodes = 64;
-// Costs are measured on past runs; a feed far larger than before would make a "cheap" kernel
-// long, and a run in the caller's thread checks its deadline and Ctrl-C only between nodes. So
-// large feeds always go through the pool, whose waiting caller cancels a kernel between pieces.
+// A run the inter-op pool cannot speed up costs less in the caller's thread, which saves the
+// hand-over to a worker and back: a wake-up each way when the worker sleeps (~10 us or more on a
+// busy machine), a caller that spins or sleeps meanwhile, and a worker that spins after the run.
+// The pool cannot speed up a run when
+// - the run is small and cheap: its nodes' measured costs sum under kInlineThresholdNs;
+// - the pool has one worker: it would run the nodes one at a time, as the caller does;
+// - the work off the run's critical path (the costliest chain of nodes) is under
+//   kInlineThresholdNs: running it beside that chain saves less than the hand-over costs (a chain
+//   of layers, a graph whose side branches are tiny).
+// Costs are the nodes' moving averages, measured on past runs: the first run of a signature
+// with nodes that are not cheap by nature goes to the pool (expected_run_ns() is recorded by runs
+// on the pool), which measures every node. A run in the caller's thread checks its
+// deadline and Ctrl-C only between nodes, so it must not hold a long kernel: every node must have
+// measured under kCallerRunMaxNodeNs, none may block (KernelDef::may_block: a py_function), and
+// no feed may be far larger than the ones the costs were measured with. As for a single cheap
+// node, a misjudged run only loses some parallelism.
+constexpr int kCallerRunMaxNodes = 64;  // a per-run scan of the estimates, O(nodes + edges)
+constexpr std::int64_t kCallerRunMaxNodeNs = 2'000'000;
 constexpr std::int64_t kCallerRunMaxFeedElements = std::int64_t{1} << 16;
 
-bool cheap_enough_for_the_caller(const CompiledGraph& g, const std::vector<Tensor>& feeds) {
-  if (g.num_nodes() > kCallerRunMaxNodes) return false;
+bool runs_best_on_the_caller(const CompiledGraph& g, const std::vector<Tensor>& feeds,
+                             int inter_workers) {
+  const int n = g.num_nodes();
+  if (n > kCallerRunMaxNodes) return false;
+  const bool measured = g.expected_run_ns() > 0;  // a run on the pool measured every node
   for (const Tensor& t : feeds) {
     if (t.numel() > kCallerRunMaxFeedElements) return false;
   }
-  std::int64_t total = 0;
-  for (int i = 0; i < g.num_nodes(); ++i) {
+  // finish[i]: the earliest node i could finish if every node started once its predecessors
+  // finished (nodes are in topological order: successors have larger indices).
+  std::int64_t finish[kCallerRunMaxNodes];
+  std::fill(finish, finish + n, std::int64_t{0});
+  const bool serial = inter_workers <= 1;
+  const std::vector<int>& successors = g.successors();
+  std::int64_t total = 0, critical = 0;
+  for (int i = 0; i < n; ++i) {
     const CompiledNode& node = g.node(i);
-    if (node.hint == CostHint::kExpensive) return false;
+    if (node.may_block || (node.hint != CostHint::kCheap && !measured)) return false;
     // Relaxed: a heuristic over racy estimates (see CompiledNode::cost_ns).
-    if (node.hint == CostHint::kMeasure) total += node.cost_ns.load(std::memory_order_relaxed);
-    if (total >= kInlineThresholdNs) return false;
+    const std::int64_t cost =
+        node.hint == CostHint::kCheap ? 0 : node.cost_ns.load(std::memory_order_relaxed);
+    if (cost > kCallerRunMaxNodeNs) return false;
+    total += cost;
+    if (serial) continue;
+    // finish[i] held the latest finish among i's predecessors; now its own.
+    finish[i] += cost;
+    critical = std::max(critical, finish[i]);
+    for (int k = node.succ_begin; k < node.succ_end; ++k) {
+      std::int64_t& f = finish[successors[static_cast<std::size_t>(k)]];
+      f = std::max(f, finish[i]);
+    }
   }
-  return true;
+  return total < kInlineThresholdNs || serial || total - critical < kInlineThresholdNs;
 }
 
 }  // namespace
@@ -698,8 +729,8 @@ std::vector<Tensor> Executor::run_compiled(const std::shared_ptr<const CompiledG
     throw RunFailure(ErrorCode::kCancelled, kClosedMessage, "", "", nullptr);
   }
   const bool nested = in_node();
-  const bool run_inline =
-      request.inter_pool == nullptr || nested || cheap_enough_for_the_caller(*g, feeds);
+  const bool run_inline = request.inter_pool == nullptr || nested ||
+                          runs_best_on_the_caller(*g, feeds, request.inter_pool->num_workers());
   if (nested) refuse_nesting_past_the_stack();
   if (request.observer) name_threads(request, run_inline);
   auto run = std::make_unique<Run>(g, request, run_inline, this);

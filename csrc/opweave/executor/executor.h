@@ -98,10 +98,11 @@ class Executor {
   std::vector<Tensor> run(const RunRequest& request);
   // run() of a signature compiled beforehand (compiled()): `feeds` are the fed tensors in the
   // order of that call's feed ids; request.feeds, fetches and targets are not read. For callers
-  // that run one signature many times (Session.make_callable). A run whose graph is small and
-  // cheap (by its nodes' measured costs) and whose feeds are small runs in the calling thread, as
-  // a nested run does: the hand-over to an inter-op worker would cost more than the run.
-  // Thread-safe.
+  // that run one signature many times (Session.make_callable). A run the inter-op pool cannot
+  // speed up (by its nodes' measured costs: a small and cheap graph, a chain of nodes, any graph
+  // on a pool of one worker) runs in the calling thread, as a nested run does, when none of its
+  // nodes is long and its feeds are small: the hand-over to a worker would cost more than it
+  // saves. Thread-safe.
   std::vector<Tensor> run_compiled(const std::shared_ptr<const CompiledGraph>& compiled,
                                    std::vector<Tensor> feeds, const RunRequest& request);
   // Compiles (or finds) the signature without running it; constant folding computes on

@@ -122,7 +122,9 @@ std::int64_t int_scalar_input(const KernelContext& ctx, std::size_t i, const cha
 [[noreturn]] void throw_node_error(const NodeDef& node, const std::string& message);
 
 // kCheap: always inline (no queue hop is worth it); kExpensive: always spread over the inter-op
-// pool; kMeasure: start as expensive, then let the measured moving-average cost decide.
+// pool (its cost is still measured: a run of a few short expensive nodes that the pool cannot
+// speed up runs in the caller's thread, see Executor::run_compiled); kMeasure: start as
+// expensive, then let the measured moving-average cost decide.
 enum class CostHint { kCheap, kExpensive, kMeasure };
 
 struct KernelDef {
@@ -135,6 +137,10 @@ struct KernelDef {
   // and its float32 outputs rounded back to float16 (math on half is done in float, as on
   // CPUs without half arithmetic).
   bool float16_via_float32 = false;
+  // The kernel may wait for something outside the graph for as long as that takes (a
+  // py_function: the GIL, Python code that sleeps or blocks): the executor never moves it into
+  // the caller's thread, where the run could not be abandoned at its deadline.
+  bool may_block = false;
 };
 
 // Thread-safe. Registering an op type again replaces it (the bindings register PyFunc late).
