@@ -20,8 +20,8 @@ batch (1 ms), cluster throughput within 10% of the single process.
 Every engine runs alone: each round starts the engines one after the other (single, dask, ray),
 warms each up (sessions built, graph shipped, pools started, one untimed run), lets its
 processes settle, times one run and shuts it down, so an idle cluster never takes CPU from
-another engine's run (idle, a LocalCluster and a Ray instance together kept about 15% of one
-CPU busy on a 2-CPU machine, which slowed the single process beside them). The tables show
+another engine's run (idle, a LocalCluster of 2 workers kept about 15% of one CPU busy and Ray
+about 8% on a 2-CPU machine, which slowed the single process beside them). The tables show
 medians over rounds. WIDTH (default 1024) sets the cost of a batch; the measured figure is
 printed (the goals above speak of a 20 ms batch).
 
@@ -36,6 +36,7 @@ at least (compute + engine's other threads) / C per batch, whatever it schedules
     python bench/distributed.py --quick         # 2 rounds of 16 batches (a smoke run)
     python bench/distributed.py --engines single,dask --rounds 9
     python bench/distributed.py --engines single,dask,ray,dask-noop,ray-noop
+    python bench/distributed.py --rows 1024     # larger blocks: the engines' cost per row falls
 
 dask-noop and ray-noop run the same tasks on the same cluster and batches, but compute nothing
 (logits of zeros): their overhead and "engine" CPU are the engine's own cost per task, with no
@@ -185,9 +186,11 @@ def cpu_use(before: Snapshot | None, after: Snapshot | None) -> CpuUse | None:
     return use
 
 
-def settle(max_s: float = SETTLE_MAX_S, quiet: float = 0.05, window: float = 0.2) -> None:
-    """Wait until this process and its descendants use under ``quiet`` of one CPU over a
-    ``window`` (e.g. Ray's worker processes done importing), at most ``max_s`` seconds."""
+def settle(max_s: float = SETTLE_MAX_S, busy: float = 0.25, window: float = 0.5) -> None:
+    """Wait until this process and its descendants use under ``busy`` of one CPU over a
+    ``window``, at most ``max_s`` seconds: what an engine does once after starting (Ray's
+    worker processes importing, say) is over. Idle, a LocalCluster of 2 workers kept about
+    15% of one CPU busy, Ray about 8% (heartbeats, memory monitors, polling threads)."""
     time.sleep(SETTLE_S)
     deadline = time.monotonic() + max_s
     before = _snapshot()
@@ -195,7 +198,7 @@ def settle(max_s: float = SETTLE_MAX_S, quiet: float = 0.05, window: float = 0.2
         time.sleep(window)
         after = _snapshot()
         use = cpu_use(before, after)
-        if use is not None and use.compute + use.engine < quiet * window:
+        if use is not None and use.compute + use.engine < busy * window:
             return
         before = after
 
@@ -400,6 +403,7 @@ def _median(values: Sequence[float]) -> float:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--batches", type=int, default=64)
+    parser.add_argument("--rows", type=int, default=ROWS, help=f"rows a batch (default {ROWS})")
     parser.add_argument("--width", type=int, default=1024, help="hidden width (default 1024)")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--engines", default="single,dask,ray", help="comma-separated")
@@ -415,7 +419,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     graph = build_mlp(args.width)
     rng = np.random.default_rng(1)
     batches = [
-        rng.standard_normal((ROWS, FEATURES)).astype(np.float32) for _ in range(args.batches)
+        rng.standard_normal((args.rows, FEATURES)).astype(np.float32) for _ in range(args.batches)
     ]
     cpus = os.cpu_count() or 1
     print(
@@ -424,7 +428,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     print(
         f"MLP {FEATURES}-{args.width}-{args.width}-{CLASSES} float32, {args.batches} batches "
-        f"of {ROWS} rows, {args.rounds} rounds (each engine started alone, warmed up, timed "
+        f"of {args.rows} rows, {args.rounds} rounds (each engine started alone, warmed up, timed "
         "once, shut down), medians"
     )
     print("load average at start: {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()), flush=True)
@@ -450,7 +454,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     print(f"warning: {name} computed other logits than {names[0]}")
         print(f"  round {r + 1}/{args.rounds} done", file=sys.stderr, flush=True)
 
-    rows = args.batches * ROWS
+    rows = args.batches * args.rows
     print()
     print(
         f"{'engine':<9} {'slots':>5} {'rows/s':>10} {'vs single':>9} {'batch ms':>9} "
