@@ -23,9 +23,10 @@ processes settle, times one run and shuts it down, so an idle cluster never take
 another engine's run (idle, a LocalCluster of 2 workers kept about 15% of one CPU busy and Ray
 about 8% on a 2-CPU machine, which slowed the single process beside them). The tables show
 medians over rounds. WIDTH (default 1024) sets the cost of a batch; the measured figure is
-printed (the goals above speak of a 20 ms batch). A round during which other processes used
-more than 5% of the machine's CPUs (--max-busy) is taken again, so that a burst of another
-user's work does not bias the ratios (at most 3 x --rounds rounds; the count is printed).
+printed (the goals above speak of a 20 ms batch). Each round waits (at most a minute) until
+other processes use at most 5% of the machine's CPUs (--max-busy), and a round during which they
+used more in one of its runs is taken again, so that a burst of another user's work does not
+bias the ratios (at most 3 x --rounds rounds; the count is printed; --max-busy 1 turns both off).
 
 Where the CPU went (Linux, from /proc/<pid>/task/<tid>/schedstat): per batch, the CPU time of
 opweave's pool threads (the compute), how long those threads were ready to run but waited for
@@ -203,6 +204,24 @@ def settle(max_s: float = SETTLE_MAX_S, busy: float = 0.25, window: float = 0.5)
         if use is not None and use.compute + use.engine < busy * window:
             return
         before = after
+
+
+def wait_for_quiet(max_busy: float, max_s: float = 60.0, window: float = 1.0) -> float:
+    """Wait until other processes use at most ``max_busy`` of the machine's CPUs over a
+    ``window``, at most ``max_s`` seconds; the share they used over the last window."""
+    cpus = os.cpu_count() or 1
+    deadline = time.monotonic() + max_s
+    before = _snapshot()
+    share = 0.0
+    while before is not None:
+        time.sleep(window)
+        after = _snapshot()
+        use = cpu_use(before, after)
+        share = use.others / (window * cpus) if use is not None else 0.0
+        if share <= max_busy or time.monotonic() >= deadline:
+            break
+        before = after
+    return share
 
 
 # -- engines ----------------------------------------------------------------------------------
@@ -447,6 +466,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     reference: np.ndarray | None = None
     kept = discarded = 0
     while kept < args.rounds and kept + discarded < 3 * args.rounds:
+        if args.max_busy < 1:
+            wait_for_quiet(args.max_busy)
         round_: dict[str, Run] = {}
         for name in names:
             engine = ENGINES[name](graph, batches)
