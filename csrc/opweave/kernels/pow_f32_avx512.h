@@ -1,0 +1,266 @@
+// pow of float32 with AVX-512 intrinsics: vector_math::pow_f32's operations, with its roundings,
+// on 32 floats at a time (four vectors of 8 doubles), so every lane gets pow_f32's bits. Written
+// by hand because GCC's vectorisation of pow_f32 builds each table lookup from scalar loads and
+// keeps part of the select chains scalar (3.2 ns/element). Here each 16-entry table sits in two
+// registers (a permute picks the entries), the special cases are mask blends that a block of
+// ordinary operands skips, and the four vectors go through each step together: one vector's
+// chain of ~25 dependent operations would otherwise fill the scheduler and leave the FMA units
+// idle. Included only by the AVX-512 build of unary_math_loops.h.
+#pragma once
+
+#if defined(__AVX512F__) && defined(__AVX512DQ__)
+
+#include <immintrin.h>
+
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+
+#include "opweave/kernels/vector_math.h"
+
+// GCC 12's intrinsics start many results from _mm512_undefined_*, which it reports as
+// maybe-uninitialized once inlined (GCC bug 105593, fixed in 12.3).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+namespace opweave::vector_math::avx512 {
+
+// A 16-entry double table as the two registers _mm512_permutex2var_pd indexes with 0..15 (it
+// reads only the low 4 bits of each 64-bit index).
+struct Table16 {
+  __m512d low, high;
+};
+
+OPWEAVE_VM_INLINE Table16 load_table16(const double* t) {
+  return {_mm512_loadu_pd(t), _mm512_loadu_pd(t + 8)};
+}
+
+OPWEAVE_VM_INLINE __m512d lookup(const Table16& t, __m512i index) {
+  return _mm512_permutex2var_pd(t.low, index, t.high);
+}
+
+struct PowConstants {
+  Table16 inv_c = load_table16(kPowInvC);
+  Table16 log2_c = load_table16(kPowLog2C);
+  Table16 exp2_sixteenths = load_table16(kExp2Sixteenths);
+  __m512i offset_bits =
+      _mm512_castpd_si512(_mm512_set1_pd(static_cast<double>(from_bits<float>(kPowOff))));
+};
+
+// The lower (half 0) or upper (half 1) 8 floats of v, widened to double.
+template <int Half>
+OPWEAVE_VM_INLINE __m512d widen_half(__m512 v) {
+  return _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), Half)));
+}
+
+// Sixteen floats from two vectors of 8 doubles, rounded.
+OPWEAVE_VM_INLINE __m512 narrow(__m512d low, __m512d high) {
+  return _mm512_insertf32x8(_mm512_castps256_ps512(_mm512_cvtpd_ps(low)), _mm512_cvtpd_ps(high), 1);
+}
+
+// log2_of_float on U vectors of positive, finite floats widened to double, step by step across
+// the vectors. The reduction works on the double's bits: x = 2^k z with z in [kPowOff, 2 kPowOff)
+// and the table index from z's top 4 mantissa bits are the float reduction's values exactly (a
+// float's mantissa is the top of the double's), and a float subnormal is a normal double, so it
+// needs no scaling.
+template <int U>
+OPWEAVE_VM_INLINE void log2_of_widened(const PowConstants& k, const __m512d (&x)[U],
+                                       __m512d (&out)[U]) {
+  constexpr auto c = log2_series<6>();
+  const __m512i exponent_mask = _mm512_set1_epi64(static_cast<std::int64_t>(0xfff0000000000000u));
+  __m512i index[U];
+  __m512d r[U], base[U], r2[U], p12[U], p34[U], p56[U];
+#pragma GCC unroll 8
+  for (int u = 0; u < U; ++u) {
+    const __m512i ix = _mm512_castpd_si512(x[u]);
+    const __m512i tmp = _mm512_sub_epi64(ix, k.offset_bits);
+    const __m512i top = _mm512_and_si512(tmp, exponent_mask);
+    const __m512d z = _mm512_castsi512_pd(_mm512_sub_epi64(ix, top));
+    index[u] = _mm512_srli_epi64(tmp, 48);
+    r[u] = _mm512_fmadd_pd(z, lookup(k.inv_c, index[u]), _mm512_set1_pd(-1.0));
+    base[u] =
+        _mm512_add_pd(lookup(k.log2_c, index[u]), _mm512_cvtepi64_pd(_mm512_srai_epi64(top, 52)));
+  }
+#pragma GCC unroll 8
+  for (int u = 0; u < U; ++u) {
+    r2[u] = _mm512_mul_pd(r[u], r[u]);
+    p12[u] = _mm512_fmadd_pd(_mm512_set1_pd(c.v[2]), r[u], _mm512_set1_pd(c.v[1]));
+    p34[u] = _mm512_fmadd_pd(_mm512_set1_pd(c.v[4]), r[u], _mm512_set1_pd(c.v[3]));
+    p56[u] = _mm512_fmadd_pd(_mm512_set1_pd(c.v[6]), r[u], _mm512_set1_pd(c.v[5]));
+  }
+#pragma GCC unroll 8
+  for (int u = 0; u < U; ++u) p34[u] = _mm512_fmadd_pd(p56[u], r2[u], p34[u]);
+#pragma GCC unroll 8
+  for (int u = 0; u < U; ++u) p12[u] = _mm512_fmadd_pd(p34[u], r2[u], p12[u]);
+#pragma GCC unroll 8
+  for (int u = 0; u < U; ++u) out[u] = _mm512_fmadd_pd(r[u], p12[u], base[u]);
+}
+
+// exp2_for_float on U vectors, step by step across them. max/min return their second operand
+// when either is NaN, so the constant goes first and a NaN t stays NaN, as through
+// exp2_for_float's selects.
+template <int U>
+OPWEAVE_VM_INLINE void exp2_for_float(const PowConstants& k, __m512d (&t)[U]) {
+  constexpr auto c = exp2_series<4>();
+  const __m512d shifter = _mm512_set1_pd(kSixteenthsShifter);
+  __m512d f[U], p[U];
+  __m512i scale_bits[U];
+#pragma GCC unroll 8
+  for (int u = 0; u < U; ++u) {
+    __m512d tc = _mm512_max_pd(_mm512_set1_pd(-200.0), t[u]);
+    tc = _mm512_min_pd(_mm512_set1_pd(200.0), tc);
+    const __m512d shifted = _mm512_add_pd(tc, shifter);
+    f[u] = _mm512_sub_pd(tc, _mm512_sub_pd(shifted, shifter));
+    const __m512i sixteenths =
+        _mm512_sub_epi64(_mm512_castpd_si512(shifted), _mm512_castpd_si512(shifter));
+    scale_bits[u] = _mm512_add_epi64(_mm512_castpd_si512(lookup(k.exp2_sixteenths, sixteenths)),
+                                     _mm512_slli_epi64(_mm512_srai_epi64(sixteenths, 4), 52));
+    p[u] = _mm512_fmadd_pd(_mm512_set1_pd(c.v[4]), f[u], _mm512_set1_pd(c.v[3]));
+  }
+  for (int j = 2; j >= 0; --j) {
+#pragma GCC unroll 8
+    for (int u = 0; u < U; ++u) p[u] = _mm512_fmadd_pd(p[u], f[u], _mm512_set1_pd(c.v[j]));
+  }
+#pragma GCC unroll 8
+  for (int u = 0; u < U; ++u) t[u] = _mm512_mul_pd(p[u], _mm512_castsi512_pd(scale_bits[u]));
+}
+
+// Whether every lane is ordinary: a positive, finite, normal x and a finite y. There pow_f32 is
+// float(exp2_for_float(y log2_of_float(x))) with no rule changing it (x = 1 gives log2 = +0 and
+// y = +-0 gives t = +-0, so both give exactly 1 on their own).
+OPWEAVE_VM_INLINE bool all_ordinary(__m512 x, __m512 y) {
+  const __m512 inf = _mm512_set1_ps(std::numeric_limits<float>::infinity());
+  const __mmask16 ordinary =
+      _mm512_cmp_ps_mask(x, _mm512_set1_ps(LogTraits<float>::kMinNormal), _CMP_GE_OQ) &
+      _mm512_cmp_ps_mask(x, inf, _CMP_LT_OQ) &
+      _mm512_cmp_ps_mask(_mm512_abs_ps(y), inf, _CMP_LT_OQ);
+  return ordinary == 0xffff;
+}
+
+// pow_f32 of 32 ordinary lanes (all_ordinary of both halves).
+OPWEAVE_VM_INLINE void pow_ordinary_x32(const PowConstants& k, __m512 x0, __m512 x1, __m512 y0,
+                                        __m512 y1, __m512& out0, __m512& out1) {
+  const __m512d x[4] = {widen_half<0>(x0), widen_half<1>(x0), widen_half<0>(x1), widen_half<1>(x1)};
+  const __m512d y[4] = {widen_half<0>(y0), widen_half<1>(y0), widen_half<0>(y1), widen_half<1>(y1)};
+  __m512d t[4];
+  log2_of_widened<4>(k, x, t);
+#pragma GCC unroll 4
+  for (int u = 0; u < 4; ++u) t[u] = _mm512_mul_pd(y[u], t[u]);
+  exp2_for_float<4>(k, t);
+  out0 = narrow(t[0], t[1]);
+  out1 = narrow(t[2], t[3]);
+}
+
+// vector_math::pow_f32 on 16 lanes, any operands.
+OPWEAVE_VM_INLINE __m512 pow_f32_x16(const PowConstants& k, __m512 x, __m512 y) {
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  constexpr double kInfD = std::numeric_limits<double>::infinity();
+  const __m512 inf = _mm512_set1_ps(kInf);
+  const __m512 one = _mm512_set1_ps(1.0f);
+  const __m512 ax = _mm512_abs_ps(x);
+  // log2_of_float's special bases: zero, inf and NaN give -inf, inf and NaN; 1 stands in for
+  // them in the arithmetic, to keep it finite.
+  const __mmask16 zero_base = _mm512_cmp_ps_mask(ax, _mm512_setzero_ps(), _CMP_EQ_OQ);
+  const __mmask16 inf_base = _mm512_cmp_ps_mask(ax, inf, _CMP_EQ_OQ);
+  const __mmask16 nan_base = _mm512_cmp_ps_mask(ax, ax, _CMP_UNORD_Q);
+  const __mmask16 finite_positive = _mm512_cmp_ps_mask(ax, _mm512_setzero_ps(), _CMP_GT_OQ) &
+                                    _mm512_cmp_ps_mask(ax, inf, _CMP_LT_OQ);
+  const __m512 xs = _mm512_mask_mov_ps(one, finite_positive, ax);
+  const __m512d xd[2] = {widen_half<0>(xs), widen_half<1>(xs)};
+  __m512d t[2];
+  log2_of_widened<2>(k, xd, t);
+  const __m512d y_d[2] = {widen_half<0>(y), widen_half<1>(y)};
+#pragma GCC unroll 2
+  for (int u = 0; u < 2; ++u) {
+    const auto lanes = [u](__mmask16 m) { return static_cast<__mmask8>(m >> (8 * u)); };
+    t[u] = _mm512_mask_mov_pd(t[u], lanes(zero_base), _mm512_set1_pd(-kInfD));
+    t[u] = _mm512_mask_mov_pd(t[u], lanes(inf_base), _mm512_set1_pd(kInfD));
+    t[u] = _mm512_mask_mov_pd(t[u], lanes(nan_base),
+                              _mm512_set1_pd(std::numeric_limits<double>::quiet_NaN()));
+    t[u] = _mm512_mul_pd(y_d[u], t[u]);
+  }
+  exp2_for_float<2>(k, t);
+  const __m512 r = narrow(t[0], t[1]);
+  // pow_f32's sign and special-value rules. floor(y) == y and floor(y / 2) * 2 != y by the
+  // rounding instruction: the same truth values as pow_f32's floor (both floors are exact).
+  constexpr int kFloor = _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC;
+  const __mmask16 y_integer = _mm512_cmp_ps_mask(_mm512_roundscale_ps(y, kFloor), y, _CMP_EQ_OQ);
+  const __m512 half_y_floor2 = _mm512_mul_ps(
+      _mm512_roundscale_ps(_mm512_mul_ps(y, _mm512_set1_ps(0.5f)), kFloor), _mm512_set1_ps(2.0f));
+  const __mmask16 y_odd = y_integer & _mm512_cmp_ps_mask(half_y_floor2, y, _CMP_NEQ_UQ);
+  const __mmask16 negative_base = _mm512_movepi32_mask(_mm512_castps_si512(x));  // signbit(x)
+  __m512 out = _mm512_mask_xor_ps(r, negative_base & y_odd, r, _mm512_set1_ps(-0.0f));
+  const __mmask16 negative_finite = _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_LT_OQ) &
+                                    _mm512_cmp_ps_mask(ax, inf, _CMP_LT_OQ);
+  out = _mm512_mask_mov_ps(out, negative_finite & ~y_integer,
+                           _mm512_set1_ps(std::numeric_limits<float>::quiet_NaN()));
+  const __mmask16 unit_base_inf_exponent = _mm512_cmp_ps_mask(ax, one, _CMP_EQ_OQ) &
+                                           _mm512_cmp_ps_mask(_mm512_abs_ps(y), inf, _CMP_EQ_OQ);
+  const __mmask16 one_result = _mm512_cmp_ps_mask(x, one, _CMP_EQ_OQ) |
+                               _mm512_cmp_ps_mask(y, _mm512_setzero_ps(), _CMP_EQ_OQ) |
+                               unit_base_inf_exponent;
+  return _mm512_mask_mov_ps(out, one_result, one);
+}
+
+// 16 lanes of an operand: from p + i, or *p in every lane when kScalar; masked to the lanes of m.
+template <bool kScalar>
+OPWEAVE_VM_INLINE __m512 load_operand(const float* p, std::int64_t i, __mmask16 m) {
+  if constexpr (kScalar) {
+    return _mm512_set1_ps(*p);
+  } else {
+    return _mm512_maskz_loadu_ps(m, p + i);
+  }
+}
+
+// dst[i] = pow_f32(a[i], b[i]), where an operand marked scalar is the one element *a (*b) for
+// every i: 32 elements at a time while they are ordinary, else 16 through every rule; the last
+// n % 16 by masked loads and stores. Each vector is loaded before its result is stored, so dst
+// may be a or b.
+template <bool kScalarA, bool kScalarB>
+void pow_f32_run(const float* a, const float* b, float* dst, std::int64_t n) {
+  const PowConstants k;
+  constexpr __mmask16 kAll = 0xffff;
+  std::int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    const __m512 x0 = load_operand<kScalarA>(a, i, kAll);
+    const __m512 x1 = load_operand<kScalarA>(a, i + 16, kAll);
+    const __m512 y0 = load_operand<kScalarB>(b, i, kAll);
+    const __m512 y1 = load_operand<kScalarB>(b, i + 16, kAll);
+    __m512 out0, out1;
+    if (all_ordinary(x0, y0) & all_ordinary(x1, y1)) {
+      pow_ordinary_x32(k, x0, x1, y0, y1, out0, out1);
+    } else {
+      out0 = pow_f32_x16(k, x0, y0);
+      out1 = pow_f32_x16(k, x1, y1);
+    }
+    _mm512_storeu_ps(dst + i, out0);
+    _mm512_storeu_ps(dst + i + 16, out1);
+  }
+  for (; i < n; i += 16) {
+    const auto m = static_cast<__mmask16>(n - i >= 16 ? 0xffffu : (1u << (n - i)) - 1u);
+    const __m512 x = load_operand<kScalarA>(a, i, m);
+    const __m512 y = load_operand<kScalarB>(b, i, m);
+    _mm512_mask_storeu_ps(dst + i, m, pow_f32_x16(k, x, y));
+  }
+}
+
+// pow_f32 over the flat shapes (strides 1 or 0); returns false for any other strides.
+inline bool pow_f32_flat(const float* a, std::int64_t sa, const float* b, std::int64_t sb,
+                         float* dst, std::int64_t n) {
+  if (sa == 1 && sb == 1) {
+    pow_f32_run<false, false>(a, b, dst, n);
+  } else if (sa == 1 && sb == 0) {
+    pow_f32_run<false, true>(a, b, dst, n);
+  } else if (sa == 0 && sb == 1) {
+    pow_f32_run<true, false>(a, b, dst, n);
+  } else {
+    return false;
+  }
+  return true;
+}
+
+}  // namespace opweave::vector_math::avx512
+
+#pragma GCC diagnostic pop
+
+#endif
