@@ -39,10 +39,23 @@ OPWEAVE_VM_INLINE __m512d lookup(const Table16& t, __m512i index) {
   return _mm512_permutex2var_pd(t.low, index, t.high);
 }
 
+OPWEAVE_VM_INLINE __m512i lookup_bits(const Table16& t, __m512i index) {
+  return _mm512_castpd_si512(lookup(t, index));
+}
+
+// The bits of kExp2Sixteenths[j] less j << 48, as a table (see exp2_for_float).
+OPWEAVE_VM_INLINE Table16 exp2_table_less_j() {
+  const Table16 t = load_table16(kExp2Sixteenths);
+  const __m512i j_low = _mm512_slli_epi64(_mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0), 48);
+  const __m512i j_high = _mm512_slli_epi64(_mm512_set_epi64(15, 14, 13, 12, 11, 10, 9, 8), 48);
+  return {_mm512_castsi512_pd(_mm512_sub_epi64(_mm512_castpd_si512(t.low), j_low)),
+          _mm512_castsi512_pd(_mm512_sub_epi64(_mm512_castpd_si512(t.high), j_high))};
+}
+
 struct PowConstants {
   Table16 inv_c = load_table16(kPowInvC);
   Table16 log2_c = load_table16(kPowLog2C);
-  Table16 exp2_sixteenths = load_table16(kExp2Sixteenths);
+  Table16 exp2_sixteenths_less_j = exp2_table_less_j();
   __m512i offset_bits =
       _mm512_castpd_si512(_mm512_set1_pd(static_cast<double>(from_bits<float>(kPowOff))));
 };
@@ -69,7 +82,7 @@ OPWEAVE_VM_INLINE void log2_of_widened(const PowConstants& k, const __m512d (&x)
   constexpr auto c = log2_series<6>();
   const __m512i exponent_mask = _mm512_set1_epi64(static_cast<std::int64_t>(0xfff0000000000000u));
   __m512i index[U];
-  __m512d r[U], base[U], r2[U], p12[U], p34[U], p56[U];
+  __m512d r[U], base[U], p[U];
 #pragma GCC unroll 8
   for (int u = 0; u < U; ++u) {
     const __m512i ix = _mm512_castpd_si512(x[u]);
@@ -80,26 +93,20 @@ OPWEAVE_VM_INLINE void log2_of_widened(const PowConstants& k, const __m512d (&x)
     r[u] = _mm512_fmadd_pd(z, lookup(k.inv_c, index[u]), _mm512_set1_pd(-1.0));
     base[u] =
         _mm512_add_pd(lookup(k.log2_c, index[u]), _mm512_cvtepi64_pd(_mm512_srai_epi64(top, 52)));
+    p[u] = _mm512_fmadd_pd(_mm512_set1_pd(c.v[6]), r[u], _mm512_set1_pd(c.v[5]));
+  }
+  for (int j = 4; j >= 1; --j) {
+#pragma GCC unroll 8
+    for (int u = 0; u < U; ++u) p[u] = _mm512_fmadd_pd(p[u], r[u], _mm512_set1_pd(c.v[j]));
   }
 #pragma GCC unroll 8
-  for (int u = 0; u < U; ++u) {
-    r2[u] = _mm512_mul_pd(r[u], r[u]);
-    p12[u] = _mm512_fmadd_pd(_mm512_set1_pd(c.v[2]), r[u], _mm512_set1_pd(c.v[1]));
-    p34[u] = _mm512_fmadd_pd(_mm512_set1_pd(c.v[4]), r[u], _mm512_set1_pd(c.v[3]));
-    p56[u] = _mm512_fmadd_pd(_mm512_set1_pd(c.v[6]), r[u], _mm512_set1_pd(c.v[5]));
-  }
-#pragma GCC unroll 8
-  for (int u = 0; u < U; ++u) p34[u] = _mm512_fmadd_pd(p56[u], r2[u], p34[u]);
-#pragma GCC unroll 8
-  for (int u = 0; u < U; ++u) p12[u] = _mm512_fmadd_pd(p34[u], r2[u], p12[u]);
-#pragma GCC unroll 8
-  for (int u = 0; u < U; ++u) out[u] = _mm512_fmadd_pd(r[u], p12[u], base[u]);
+  for (int u = 0; u < U; ++u) out[u] = _mm512_fmadd_pd(r[u], p[u], base[u]);
 }
 
 // exp2_for_float on U vectors, step by step across them. max/min return their second operand
 // when either is NaN, so the constant goes first and a NaN t stays NaN, as through
 // exp2_for_float's selects.
-template <int U>
+template <int U, bool kClamp = true>
 OPWEAVE_VM_INLINE void exp2_for_float(const PowConstants& k, __m512d (&t)[U]) {
   constexpr auto c = exp2_series<4>();
   const __m512d shifter = _mm512_set1_pd(kSixteenthsShifter);
@@ -107,14 +114,19 @@ OPWEAVE_VM_INLINE void exp2_for_float(const PowConstants& k, __m512d (&t)[U]) {
   __m512i scale_bits[U];
 #pragma GCC unroll 8
   for (int u = 0; u < U; ++u) {
-    __m512d tc = _mm512_max_pd(_mm512_set1_pd(-200.0), t[u]);
-    tc = _mm512_min_pd(_mm512_set1_pd(200.0), tc);
+    __m512d tc = t[u];
+    if constexpr (kClamp) {
+      tc = _mm512_max_pd(_mm512_set1_pd(-200.0), tc);
+      tc = _mm512_min_pd(_mm512_set1_pd(200.0), tc);
+    }
     const __m512d shifted = _mm512_add_pd(tc, shifter);
     f[u] = _mm512_sub_pd(tc, _mm512_sub_pd(shifted, shifter));
     const __m512i sixteenths =
         _mm512_sub_epi64(_mm512_castpd_si512(shifted), _mm512_castpd_si512(shifter));
-    scale_bits[u] = _mm512_add_epi64(_mm512_castpd_si512(lookup(k.exp2_sixteenths, sixteenths)),
-                                     _mm512_slli_epi64(_mm512_srai_epi64(sixteenths, 4), 52));
+    // sixteenths << 48 = (e << 52) + (j << 48) modulo 2^64, and the table holds the bits of
+    // 2^(j/16) less j << 48: their sum is 2^(j/16) with e added to its exponent.
+    scale_bits[u] = _mm512_add_epi64(lookup_bits(k.exp2_sixteenths_less_j, sixteenths),
+                                     _mm512_slli_epi64(sixteenths, 48));
     p[u] = _mm512_fmadd_pd(_mm512_set1_pd(c.v[4]), f[u], _mm512_set1_pd(c.v[3]));
   }
   for (int j = 2; j >= 0; --j) {
@@ -125,30 +137,55 @@ OPWEAVE_VM_INLINE void exp2_for_float(const PowConstants& k, __m512d (&t)[U]) {
   for (int u = 0; u < U; ++u) t[u] = _mm512_mul_pd(p[u], _mm512_castsi512_pd(scale_bits[u]));
 }
 
-// Whether every lane is ordinary: a positive, finite, normal x and a finite y. There pow_f32 is
+// How a block of lanes may be computed: kAnyOperands through every rule of pow_f32; kOrdinary
+// when every lane has a positive, finite, normal x and a finite y, where pow_f32 is
 // float(exp2_for_float(y log2_of_float(x))) with no rule changing it (x = 1 gives log2 = +0 and
-// y = +-0 gives t = +-0, so both give exactly 1 on their own).
-OPWEAVE_VM_INLINE bool all_ordinary(__m512 x, __m512 y) {
+// y = +-0 gives t = +-0, so both give exactly 1 on their own); kUnclamped when besides |y| <= 7:
+// then |t| <= 7 * 128 and 2^t is a normal double, so exp2_for_float's clamp to [-200, 200]
+// changes no result (beyond 200 the float is inf or 0 either way) and is skipped.
+enum class PowBlock { kAnyOperands, kOrdinary, kUnclamped };
+
+OPWEAVE_VM_INLINE PowBlock classify(__m512 x0, __m512 y0, __m512 x1, __m512 y1) {
   const __m512 inf = _mm512_set1_ps(std::numeric_limits<float>::infinity());
-  const __mmask16 ordinary =
-      _mm512_cmp_ps_mask(x, _mm512_set1_ps(LogTraits<float>::kMinNormal), _CMP_GE_OQ) &
-      _mm512_cmp_ps_mask(x, inf, _CMP_LT_OQ) &
-      _mm512_cmp_ps_mask(_mm512_abs_ps(y), inf, _CMP_LT_OQ);
-  return ordinary == 0xffff;
+  const __m512 min_normal = _mm512_set1_ps(LogTraits<float>::kMinNormal);
+  const __m512 ay0 = _mm512_abs_ps(y0);
+  const __m512 ay1 = _mm512_abs_ps(y1);
+  const __mmask16 x_ordinary =
+      _mm512_cmp_ps_mask(x0, min_normal, _CMP_GE_OQ) & _mm512_cmp_ps_mask(x0, inf, _CMP_LT_OQ) &
+      _mm512_cmp_ps_mask(x1, min_normal, _CMP_GE_OQ) & _mm512_cmp_ps_mask(x1, inf, _CMP_LT_OQ);
+  const __mmask16 y_small = _mm512_cmp_ps_mask(ay0, _mm512_set1_ps(7.0f), _CMP_LE_OQ) &
+                            _mm512_cmp_ps_mask(ay1, _mm512_set1_ps(7.0f), _CMP_LE_OQ);
+  if (x_ordinary != 0xffff) return PowBlock::kAnyOperands;
+  if (y_small == 0xffff) return PowBlock::kUnclamped;
+  const __mmask16 y_finite =
+      _mm512_cmp_ps_mask(ay0, inf, _CMP_LT_OQ) & _mm512_cmp_ps_mask(ay1, inf, _CMP_LT_OQ);
+  return y_finite == 0xffff ? PowBlock::kOrdinary : PowBlock::kAnyOperands;
 }
 
-// pow_f32 of 32 ordinary lanes (all_ordinary of both halves).
-OPWEAVE_VM_INLINE void pow_ordinary_x32(const PowConstants& k, __m512 x0, __m512 x1, __m512 y0,
-                                        __m512 y1, __m512& out0, __m512& out1) {
-  const __m512d x[4] = {widen_half<0>(x0), widen_half<1>(x0), widen_half<0>(x1), widen_half<1>(x1)};
-  const __m512d y[4] = {widen_half<0>(y0), widen_half<1>(y0), widen_half<0>(y1), widen_half<1>(y1)};
-  __m512d t[4];
+// 4 vectors of 8 doubles: the 32 floats from p, or *p in every lane when kScalar. Loaded 8 floats
+// at a time straight into the conversion (no extracting halves of a 16-float register).
+template <bool kScalar>
+OPWEAVE_VM_INLINE void widen_x32(const float* p, __m512d (&out)[4]) {
+#pragma GCC unroll 4
+  for (int u = 0; u < 4; ++u) {
+    out[u] = kScalar ? _mm512_set1_pd(static_cast<double>(*p))
+                     : _mm512_cvtps_pd(_mm256_loadu_ps(p + 8 * u));
+  }
+}
+
+// dst[0..32) = pow_f32 of 32 lanes of a kOrdinary (kClamp) or kUnclamped block.
+template <bool kScalarA, bool kScalarB, bool kClamp>
+OPWEAVE_VM_INLINE void pow_ordinary_x32(const PowConstants& k, const float* a, const float* b,
+                                        float* dst) {
+  __m512d x[4], y[4], t[4];
+  widen_x32<kScalarA>(a, x);
+  widen_x32<kScalarB>(b, y);
   log2_of_widened<4>(k, x, t);
 #pragma GCC unroll 4
   for (int u = 0; u < 4; ++u) t[u] = _mm512_mul_pd(y[u], t[u]);
-  exp2_for_float<4>(k, t);
-  out0 = narrow(t[0], t[1]);
-  out1 = narrow(t[2], t[3]);
+  exp2_for_float<4, kClamp>(k, t);
+#pragma GCC unroll 4
+  for (int u = 0; u < 4; ++u) _mm256_storeu_ps(dst + 8 * u, _mm512_cvtpd_ps(t[u]));
 }
 
 // vector_math::pow_f32 on 16 lanes, any operands.
@@ -226,15 +263,19 @@ void pow_f32_run(const float* a, const float* b, float* dst, std::int64_t n) {
     const __m512 x1 = load_operand<kScalarA>(a, i + 16, kAll);
     const __m512 y0 = load_operand<kScalarB>(b, i, kAll);
     const __m512 y1 = load_operand<kScalarB>(b, i + 16, kAll);
-    __m512 out0, out1;
-    if (all_ordinary(x0, y0) & all_ordinary(x1, y1)) {
-      pow_ordinary_x32(k, x0, x1, y0, y1, out0, out1);
+    const PowBlock block = classify(x0, y0, x1, y1);
+    const float* pa = kScalarA ? a : a + i;
+    const float* pb = kScalarB ? b : b + i;
+    if (block == PowBlock::kUnclamped) {
+      pow_ordinary_x32<kScalarA, kScalarB, false>(k, pa, pb, dst + i);
+    } else if (block == PowBlock::kOrdinary) {
+      pow_ordinary_x32<kScalarA, kScalarB, true>(k, pa, pb, dst + i);
     } else {
-      out0 = pow_f32_x16(k, x0, y0);
-      out1 = pow_f32_x16(k, x1, y1);
+      const __m512 out0 = pow_f32_x16(k, x0, y0);
+      const __m512 out1 = pow_f32_x16(k, x1, y1);
+      _mm512_storeu_ps(dst + i, out0);
+      _mm512_storeu_ps(dst + i + 16, out1);
     }
-    _mm512_storeu_ps(dst + i, out0);
-    _mm512_storeu_ps(dst + i + 16, out1);
   }
   for (; i < n; i += 16) {
     const auto m = static_cast<__mmask16>(n - i >= 16 ? 0xffffu : (1u << (n - i)) - 1u);

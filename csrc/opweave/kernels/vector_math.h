@@ -606,9 +606,7 @@ constexpr Coefficients<double, D> log2_series() {
 // log2 of a float32 x in double, for pow: x = 2^k z with z in [kPowOff, 2 kPowOff), z = c (1 + r)
 // with the table's c of z's piece, |r| < 0.03 (r = z / c - 1 by one fused multiply-add: z has 24
 // bits, so z (1/c) - 1 is within 2^-53 relative of r), then log2(1 + r) by 6 terms of its series
-// (the first omitted, |r|^7 / 7, is below 2^-35 relative). The series is evaluated in pairs
-// (Estrin's scheme, r^2 shared) rather than by Horner's rule: half the dependent steps, so the
-// vector loops overlap more of the work. x is |base|: >= 0, inf or NaN.
+// (the first omitted, |r|^7 / 7, is below 2^-35 relative). x is |base|: >= 0, inf or NaN.
 OPWEAVE_VM_INLINE double log2_of_float(float x) {
   using L = LogTraits<float>;
   const bool subnormal = x < L::kMinNormal;
@@ -627,11 +625,9 @@ OPWEAVE_VM_INLINE double log2_of_float(float x) {
   const double kd = static_cast<double>(k) - select<double>(subnormal, 23.0, 0.0);
   const double r = fused_multiply_add(static_cast<double>(z), kPowInvC[i], -1.0);
   constexpr auto c = log2_series<6>();
-  const double r2 = r * r;
-  const double p12 = fused_multiply_add(c.v[2], r, c.v[1]);
-  const double p34 = fused_multiply_add(c.v[4], r, c.v[3]);
-  const double p56 = fused_multiply_add(c.v[6], r, c.v[5]);
-  const double p = fused_multiply_add(fused_multiply_add(p56, r2, p34), r2, p12);
+  double p = c.v[6];
+#pragma GCC unroll 16
+  for (int j = 5; j >= 1; --j) p = fused_multiply_add(p, r, c.v[j]);
   double out = fused_multiply_add(r, p, kPowLog2C[i] + kd);
   out = select<double>(x == 0.0f, -std::numeric_limits<double>::infinity(), out);
   out = select<double>(x == std::numeric_limits<float>::infinity(),
