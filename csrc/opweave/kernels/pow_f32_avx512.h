@@ -121,12 +121,13 @@ OPWEAVE_VM_INLINE void exp2_for_float(const PowConstants& k, __m512d (&t)[U]) {
     }
     const __m512d shifted = _mm512_add_pd(tc, shifter);
     f[u] = _mm512_sub_pd(tc, _mm512_sub_pd(shifted, shifter));
-    const __m512i sixteenths =
-        _mm512_sub_epi64(_mm512_castpd_si512(shifted), _mm512_castpd_si512(shifter));
-    // sixteenths << 48 = (e << 52) + (j << 48) modulo 2^64, and the table holds the bits of
-    // 2^(j/16) less j << 48: their sum is 2^(j/16) with e added to its exponent.
-    scale_bits[u] = _mm512_add_epi64(lookup_bits(k.exp2_sixteenths_less_j, sixteenths),
-                                     _mm512_slli_epi64(sixteenths, 48));
+    // The bits of shifted are the shifter's plus round(16 tc) = 16 e + j, and the shifter's low
+    // 16 bits are 0: shifted's low 4 bits are j, and shifted << 48 is (e << 52) + (j << 48)
+    // modulo 2^64. The table holds the bits of 2^(j/16) less j << 48, so the sum is 2^(j/16)
+    // with e added to its exponent.
+    const __m512i shifted_bits = _mm512_castpd_si512(shifted);
+    scale_bits[u] = _mm512_add_epi64(lookup_bits(k.exp2_sixteenths_less_j, shifted_bits),
+                                     _mm512_slli_epi64(shifted_bits, 48));
     p[u] = _mm512_fmadd_pd(_mm512_set1_pd(c.v[4]), f[u], _mm512_set1_pd(c.v[3]));
   }
   for (int j = 2; j >= 0; --j) {
