@@ -19,9 +19,10 @@
 #include "opweave/kernels/vector_math.h"
 
 // GCC 12's intrinsics start many results from _mm512_undefined_*, which it reports as
-// maybe-uninitialized once inlined (GCC bug 105593, fixed in 12.3).
+// (maybe-)uninitialized once inlined (GCC bug 105593, fixed in 12.3).
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 
 namespace opweave::vector_math::avx512 {
 
@@ -163,25 +164,40 @@ OPWEAVE_VM_INLINE PowBlock classify(__m512 x0, __m512 y0, __m512 x1, __m512 y1) 
   return y_finite == 0xffff ? PowBlock::kOrdinary : PowBlock::kAnyOperands;
 }
 
-// 4 vectors of 8 doubles: the 32 floats from p, or *p in every lane when kScalar. Loaded 8 floats
-// at a time straight into the conversion (no extracting halves of a 16-float register).
-template <bool kScalar>
+// The 32 floats from p widened to 4 vectors of 8 doubles, loaded 8 floats at a time straight
+// into the conversion (no extracting halves of a 16-float register).
 OPWEAVE_VM_INLINE void widen_x32(const float* p, __m512d (&out)[4]) {
 #pragma GCC unroll 4
-  for (int u = 0; u < 4; ++u) {
-    out[u] = kScalar ? _mm512_set1_pd(static_cast<double>(*p))
-                     : _mm512_cvtps_pd(_mm256_loadu_ps(p + 8 * u));
-  }
+  for (int u = 0; u < 4; ++u) out[u] = _mm512_cvtps_pd(_mm256_loadu_ps(p + 8 * u));
 }
 
-// dst[0..32) = pow_f32 of 32 lanes of a kOrdinary (kClamp) or kUnclamped block.
+// A scalar operand, read once: its lanes, and for a base its log2_of_float (by the per-lane
+// operations, so the same bits; used only in ordinary blocks, where the base is ordinary) or for
+// an exponent its lanes as doubles.
+struct ScalarOperand {
+  __m512 lanes;
+  __m512d log2_or_wide;
+};
+
+// dst[0..32) = pow_f32 of 32 lanes of a kOrdinary (kClamp) or kUnclamped block; a scalar operand
+// from sa (base) or sb (exponent) instead of memory.
 template <bool kScalarA, bool kScalarB, bool kClamp>
 OPWEAVE_VM_INLINE void pow_ordinary_x32(const PowConstants& k, const float* a, const float* b,
+                                        const ScalarOperand& sa, const ScalarOperand& sb,
                                         float* dst) {
-  __m512d x[4], y[4], t[4];
-  widen_x32<kScalarA>(a, x);
-  widen_x32<kScalarB>(b, y);
-  log2_of_widened<4>(k, x, t);
+  __m512d y[4], t[4];
+  if constexpr (kScalarA) {
+    for (__m512d& v : t) v = sa.log2_or_wide;
+  } else {
+    __m512d x[4];
+    widen_x32(a, x);
+    log2_of_widened<4>(k, x, t);
+  }
+  if constexpr (kScalarB) {
+    for (__m512d& v : y) v = sb.log2_or_wide;
+  } else {
+    widen_x32(b, y);
+  }
 #pragma GCC unroll 4
   for (int u = 0; u < 4; ++u) t[u] = _mm512_mul_pd(y[u], t[u]);
   exp2_for_float<4, kClamp>(k, t);
@@ -240,37 +256,45 @@ OPWEAVE_VM_INLINE __m512 pow_f32_x16(const PowConstants& k, __m512 x, __m512 y) 
   return _mm512_mask_mov_ps(out, one_result, one);
 }
 
-// 16 lanes of an operand: from p + i, or *p in every lane when kScalar; masked to the lanes of m.
-template <bool kScalar>
-OPWEAVE_VM_INLINE __m512 load_operand(const float* p, std::int64_t i, __mmask16 m) {
-  if constexpr (kScalar) {
-    return _mm512_set1_ps(*p);
-  } else {
-    return _mm512_maskz_loadu_ps(m, p + i);
-  }
-}
-
 // dst[i] = pow_f32(a[i], b[i]), where an operand marked scalar is the one element *a (*b) for
-// every i: 32 elements at a time while they are ordinary, else 16 through every rule; the last
-// n % 16 by masked loads and stores. Each vector is loaded before its result is stored, so dst
-// may be a or b.
+// every i, read once (as run2 reads it): 32 elements at a time while they are ordinary, else 16
+// through every rule; the last n % 16 by masked loads and stores. Each vector is loaded before
+// its result is stored, so dst may be a or b.
 template <bool kScalarA, bool kScalarB>
 void pow_f32_run(const float* a, const float* b, float* dst, std::int64_t n) {
   const PowConstants k;
-  constexpr __mmask16 kAll = 0xffff;
+  ScalarOperand sa{}, sb{};
+  if constexpr (kScalarA) {
+    sa.lanes = _mm512_set1_ps(*a);
+    const __m512d base[1] = {_mm512_set1_pd(static_cast<double>(*a))};
+    __m512d log2_base[1];
+    log2_of_widened<1>(k, base, log2_base);
+    sa.log2_or_wide = log2_base[0];
+  }
+  if constexpr (kScalarB) {
+    sb.lanes = _mm512_set1_ps(*b);
+    sb.log2_or_wide = _mm512_set1_pd(static_cast<double>(*b));
+  }
+  auto load = [](const float* p, const ScalarOperand& s, auto scalar, std::int64_t i, __mmask16 m) {
+    if constexpr (decltype(scalar)::value) {
+      return s.lanes;
+    } else {
+      return _mm512_maskz_loadu_ps(m, p + i);
+    }
+  };
+  const std::bool_constant<kScalarA> scalar_a;
+  const std::bool_constant<kScalarB> scalar_b;
   std::int64_t i = 0;
   for (; i + 32 <= n; i += 32) {
-    const __m512 x0 = load_operand<kScalarA>(a, i, kAll);
-    const __m512 x1 = load_operand<kScalarA>(a, i + 16, kAll);
-    const __m512 y0 = load_operand<kScalarB>(b, i, kAll);
-    const __m512 y1 = load_operand<kScalarB>(b, i + 16, kAll);
+    const __m512 x0 = load(a, sa, scalar_a, i, 0xffff);
+    const __m512 x1 = load(a, sa, scalar_a, i + 16, 0xffff);
+    const __m512 y0 = load(b, sb, scalar_b, i, 0xffff);
+    const __m512 y1 = load(b, sb, scalar_b, i + 16, 0xffff);
     const PowBlock block = classify(x0, y0, x1, y1);
-    const float* pa = kScalarA ? a : a + i;
-    const float* pb = kScalarB ? b : b + i;
     if (block == PowBlock::kUnclamped) {
-      pow_ordinary_x32<kScalarA, kScalarB, false>(k, pa, pb, dst + i);
+      pow_ordinary_x32<kScalarA, kScalarB, false>(k, a + i, b + i, sa, sb, dst + i);
     } else if (block == PowBlock::kOrdinary) {
-      pow_ordinary_x32<kScalarA, kScalarB, true>(k, pa, pb, dst + i);
+      pow_ordinary_x32<kScalarA, kScalarB, true>(k, a + i, b + i, sa, sb, dst + i);
     } else {
       const __m512 out0 = pow_f32_x16(k, x0, y0);
       const __m512 out1 = pow_f32_x16(k, x1, y1);
@@ -280,8 +304,8 @@ void pow_f32_run(const float* a, const float* b, float* dst, std::int64_t n) {
   }
   for (; i < n; i += 16) {
     const auto m = static_cast<__mmask16>(n - i >= 16 ? 0xffffu : (1u << (n - i)) - 1u);
-    const __m512 x = load_operand<kScalarA>(a, i, m);
-    const __m512 y = load_operand<kScalarB>(b, i, m);
+    const __m512 x = load(a, sa, scalar_a, i, m);
+    const __m512 y = load(b, sb, scalar_b, i, m);
     _mm512_mask_storeu_ps(dst + i, m, pow_f32_x16(k, x, y));
   }
 }
