@@ -330,6 +330,33 @@ OPWEAVE_TEST(float32_pow_of_wide_ranges_gives_the_same_bits_in_every_build) {
   }
 }
 
+// Blocks of ordinary operands with one special base or exponent among them (each special value
+// in turn, one element in 97): every element keeps the baseline's bits, whichever path its block
+// took.
+OPWEAVE_TEST(float32_pow_of_blocks_with_one_special_operand_gives_the_same_bits) {
+  std::mt19937_64 rng(13);
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  std::vector<float> x, y;
+  for (int k = 0; k < 20000; ++k) {
+    x.push_back(static_cast<float>(std::exp2(unit(rng) * 16.0 - 8.0)));
+    y.push_back(static_cast<float>(unit(rng) * 8.0 - 4.0));
+  }
+  const std::int64_t n = static_cast<std::int64_t>(x.size());
+  const std::vector<Table<float>> all = tables<float>();
+  for (float special : pow_special_values()) {
+    for (bool in_base : {true, false}) {
+      std::vector<float> xs = x, ys = y;
+      for (std::size_t i = 0; i < xs.size(); i += 97) (in_base ? xs : ys)[i] = special;
+      std::vector<float> want(x.size()), got(x.size());
+      all.front().pow(xs.data(), 1, ys.data(), 1, want.data(), n);
+      for (const Table<float>& t : all) {
+        t.pow(xs.data(), 1, ys.data(), 1, got.data(), n);
+        if (!same_bits(got, want, xs, "pow")) testing::report_failure(__FILE__, __LINE__, "pow");
+      }
+    }
+  }
+}
+
 OPWEAVE_TEST(float32_shortcuts_give_the_full_paths_bits) {
   check_shortcuts_give_the_full_paths_bits<float>();
 }

@@ -1,9 +1,9 @@
 // pow of float32 with AVX-512 intrinsics: vector_math::pow_f32's operations, with its roundings,
-// on 32 floats at a time (four vectors of 8 doubles), so every lane gets pow_f32's bits. Written
+// on 64 floats at a time (eight vectors of 8 doubles), so every lane gets pow_f32's bits. Written
 // by hand because GCC's vectorisation of pow_f32 builds each table lookup from scalar loads and
 // keeps part of the select chains scalar (3.2 ns/element). Here each 16-entry table sits in two
 // registers (a permute picks the entries), the special cases are mask blends that a block of
-// ordinary operands skips, and the four vectors go through each step together: one vector's
+// ordinary operands skips, and the eight vectors go through each step together: one vector's
 // chain of ~25 dependent operations would otherwise fill the scheduler and leave the FMA units
 // idle. Included only by the AVX-512 build of unary_math_loops.h.
 #pragma once
@@ -147,28 +147,27 @@ OPWEAVE_VM_INLINE void exp2_for_float(const PowConstants& k, __m512d (&t)[U]) {
 // changes no result (beyond 200 the float is inf or 0 either way) and is skipped.
 enum class PowBlock { kAnyOperands, kOrdinary, kUnclamped };
 
-OPWEAVE_VM_INLINE PowBlock classify(__m512 x0, __m512 y0, __m512 x1, __m512 y1) {
-  const __m512 inf = _mm512_set1_ps(std::numeric_limits<float>::infinity());
-  const __m512 min_normal = _mm512_set1_ps(LogTraits<float>::kMinNormal);
-  const __m512 ay0 = _mm512_abs_ps(y0);
-  const __m512 ay1 = _mm512_abs_ps(y1);
-  const __mmask16 x_ordinary =
-      _mm512_cmp_ps_mask(x0, min_normal, _CMP_GE_OQ) & _mm512_cmp_ps_mask(x0, inf, _CMP_LT_OQ) &
-      _mm512_cmp_ps_mask(x1, min_normal, _CMP_GE_OQ) & _mm512_cmp_ps_mask(x1, inf, _CMP_LT_OQ);
-  const __mmask16 y_small = _mm512_cmp_ps_mask(ay0, _mm512_set1_ps(7.0f), _CMP_LE_OQ) &
-                            _mm512_cmp_ps_mask(ay1, _mm512_set1_ps(7.0f), _CMP_LE_OQ);
-  if (x_ordinary != 0xffff) return PowBlock::kAnyOperands;
-  if (y_small == 0xffff) return PowBlock::kUnclamped;
-  const __mmask16 y_finite =
-      _mm512_cmp_ps_mask(ay0, inf, _CMP_LT_OQ) & _mm512_cmp_ps_mask(ay1, inf, _CMP_LT_OQ);
-  return y_finite == 0xffff ? PowBlock::kOrdinary : PowBlock::kAnyOperands;
-}
+// Blocks of 64 lanes: 4 vectors of 16 floats, 8 of 8 doubles.
+constexpr int kFloatVectors = 4;
+constexpr int kDoubleVectors = 2 * kFloatVectors;
+constexpr std::int64_t kBlockLanes = 16 * kFloatVectors;
 
-// The 32 floats from p widened to 4 vectors of 8 doubles, loaded 8 floats at a time straight
-// into the conversion (no extracting halves of a 16-float register).
-OPWEAVE_VM_INLINE void widen_x32(const float* p, __m512d (&out)[4]) {
-#pragma GCC unroll 4
-  for (int u = 0; u < 4; ++u) out[u] = _mm512_cvtps_pd(_mm256_loadu_ps(p + 8 * u));
+OPWEAVE_VM_INLINE PowBlock classify(const __m512 (&x)[kFloatVectors],
+                                    const __m512 (&y)[kFloatVectors]) {
+  // Lanes that are not normal, positive and finite: NaN, zeros, infinities, subnormals,
+  // negatives (vfpclassps categories 0x01 to 0x80).
+  constexpr int kNotPositiveNormal = 0xff;
+  __mmask16 x_special = 0, y_large = 0, y_special = 0;
+  for (int v = 0; v < kFloatVectors; ++v) {
+    x_special |= _mm512_fpclass_ps_mask(x[v], kNotPositiveNormal);
+    const __m512 abs_y = _mm512_abs_ps(y[v]);
+    y_large |= _mm512_cmp_ps_mask(abs_y, _mm512_set1_ps(7.0f), _CMP_NLE_UQ);
+    y_special |= _mm512_cmp_ps_mask(abs_y, _mm512_set1_ps(std::numeric_limits<float>::infinity()),
+                                    _CMP_NLT_UQ);
+  }
+  if (x_special != 0) return PowBlock::kAnyOperands;
+  if (y_large == 0) return PowBlock::kUnclamped;
+  return y_special == 0 ? PowBlock::kOrdinary : PowBlock::kAnyOperands;
 }
 
 // A scalar operand, read once: its lanes, and for a base its log2_of_float (by the per-lane
@@ -179,30 +178,32 @@ struct ScalarOperand {
   __m512d log2_or_wide;
 };
 
-// dst[0..32) = pow_f32 of 32 lanes of a kOrdinary (kClamp) or kUnclamped block; a scalar operand
-// from sa (base) or sb (exponent) instead of memory.
+// dst[0..kBlockLanes) = pow_f32 of a kOrdinary (kClamp) or kUnclamped block; a scalar operand
+// from sa (base) or sb (exponent) instead of memory. The floats are loaded 8 at a time straight
+// into the conversion (no extracting halves of a 16-float register).
 template <bool kScalarA, bool kScalarB, bool kClamp>
-OPWEAVE_VM_INLINE void pow_ordinary_x32(const PowConstants& k, const float* a, const float* b,
-                                        const ScalarOperand& sa, const ScalarOperand& sb,
-                                        float* dst) {
-  __m512d y[4], t[4];
+OPWEAVE_VM_INLINE void pow_ordinary_block(const PowConstants& k, const float* a, const float* b,
+                                          const ScalarOperand& sa, const ScalarOperand& sb,
+                                          float* dst) {
+  constexpr int U = kDoubleVectors;
+  __m512d y[U], t[U];
   if constexpr (kScalarA) {
     for (__m512d& v : t) v = sa.log2_or_wide;
   } else {
-    __m512d x[4];
-    widen_x32(a, x);
-    log2_of_widened<4>(k, x, t);
+    __m512d x[U];
+#pragma GCC unroll 8
+    for (int u = 0; u < U; ++u) x[u] = _mm512_cvtps_pd(_mm256_loadu_ps(a + 8 * u));
+    log2_of_widened<U>(k, x, t);
   }
-  if constexpr (kScalarB) {
-    for (__m512d& v : y) v = sb.log2_or_wide;
-  } else {
-    widen_x32(b, y);
+#pragma GCC unroll 8
+  for (int u = 0; u < U; ++u) {
+    y[u] = kScalarB ? sb.log2_or_wide : _mm512_cvtps_pd(_mm256_loadu_ps(b + 8 * u));
   }
-#pragma GCC unroll 4
-  for (int u = 0; u < 4; ++u) t[u] = _mm512_mul_pd(y[u], t[u]);
-  exp2_for_float<4, kClamp>(k, t);
-#pragma GCC unroll 4
-  for (int u = 0; u < 4; ++u) _mm256_storeu_ps(dst + 8 * u, _mm512_cvtpd_ps(t[u]));
+#pragma GCC unroll 8
+  for (int u = 0; u < U; ++u) t[u] = _mm512_mul_pd(y[u], t[u]);
+  exp2_for_float<U, kClamp>(k, t);
+#pragma GCC unroll 8
+  for (int u = 0; u < U; ++u) _mm256_storeu_ps(dst + 8 * u, _mm512_cvtpd_ps(t[u]));
 }
 
 // vector_math::pow_f32 on 16 lanes, any operands.
@@ -257,9 +258,10 @@ OPWEAVE_VM_INLINE __m512 pow_f32_x16(const PowConstants& k, __m512 x, __m512 y) 
 }
 
 // dst[i] = pow_f32(a[i], b[i]), where an operand marked scalar is the one element *a (*b) for
-// every i, read once (as run2 reads it): 32 elements at a time while they are ordinary, else 16
-// through every rule; the last n % 16 by masked loads and stores. Each vector is loaded before
-// its result is stored, so dst may be a or b.
+// every i, read once (as run2 reads it): blocks of kBlockLanes at a time, ordinary ones without
+// the rules, others 16 lanes at a time through every rule; the last n % kBlockLanes 16 at a time,
+// by masked loads and stores at the end. Each vector is loaded before its result is stored, so
+// dst may be a or b.
 template <bool kScalarA, bool kScalarB>
 void pow_f32_run(const float* a, const float* b, float* dst, std::int64_t n) {
   const PowConstants k;
@@ -285,21 +287,21 @@ void pow_f32_run(const float* a, const float* b, float* dst, std::int64_t n) {
   const std::bool_constant<kScalarA> scalar_a;
   const std::bool_constant<kScalarB> scalar_b;
   std::int64_t i = 0;
-  for (; i + 32 <= n; i += 32) {
-    const __m512 x0 = load(a, sa, scalar_a, i, 0xffff);
-    const __m512 x1 = load(a, sa, scalar_a, i + 16, 0xffff);
-    const __m512 y0 = load(b, sb, scalar_b, i, 0xffff);
-    const __m512 y1 = load(b, sb, scalar_b, i + 16, 0xffff);
-    const PowBlock block = classify(x0, y0, x1, y1);
+  for (; i + kBlockLanes <= n; i += kBlockLanes) {
+    __m512 x[kFloatVectors], y[kFloatVectors];
+    for (int v = 0; v < kFloatVectors; ++v) {
+      x[v] = load(a, sa, scalar_a, i + 16 * v, 0xffff);
+      y[v] = load(b, sb, scalar_b, i + 16 * v, 0xffff);
+    }
+    const PowBlock block = classify(x, y);
     if (block == PowBlock::kUnclamped) {
-      pow_ordinary_x32<kScalarA, kScalarB, false>(k, a + i, b + i, sa, sb, dst + i);
+      pow_ordinary_block<kScalarA, kScalarB, false>(k, a + i, b + i, sa, sb, dst + i);
     } else if (block == PowBlock::kOrdinary) {
-      pow_ordinary_x32<kScalarA, kScalarB, true>(k, a + i, b + i, sa, sb, dst + i);
+      pow_ordinary_block<kScalarA, kScalarB, true>(k, a + i, b + i, sa, sb, dst + i);
     } else {
-      const __m512 out0 = pow_f32_x16(k, x0, y0);
-      const __m512 out1 = pow_f32_x16(k, x1, y1);
-      _mm512_storeu_ps(dst + i, out0);
-      _mm512_storeu_ps(dst + i + 16, out1);
+      __m512 out[kFloatVectors];
+      for (int v = 0; v < kFloatVectors; ++v) out[v] = pow_f32_x16(k, x[v], y[v]);
+      for (int v = 0; v < kFloatVectors; ++v) _mm512_storeu_ps(dst + i + 16 * v, out[v]);
     }
   }
   for (; i < n; i += 16) {
