@@ -157,7 +157,205 @@ void check_shortcuts_give_the_full_paths_bits() {
   }
 }
 
+// Bases and exponents where pow's rules decide: zeros, infinities, NaN, 1 and -1, negative bases
+// with odd, even and non-integer exponents, subnormals, exponents past 2^24 (all even), and
+// results that overflow or underflow.
+std::vector<float> pow_special_values() {
+  const float inf = std::numeric_limits<float>::infinity();
+  return {0.0f,
+          -0.0f,
+          inf,
+          -inf,
+          std::numeric_limits<float>::quiet_NaN(),
+          1.0f,
+          -1.0f,
+          2.0f,
+          -2.0f,
+          3.0f,
+          -3.0f,
+          0.5f,
+          -0.5f,
+          2.5f,
+          -2.5f,
+          1e-40f,
+          -1e-40f,
+          1.4e-45f,
+          1e30f,
+          -1e30f,
+          16777216.0f,
+          -16777217.0f,
+          300.0f,
+          -300.0f,
+          std::numeric_limits<float>::max(),
+          std::numeric_limits<float>::min(),
+          0.999f,
+          1.001f,
+          -8.0f,
+          1.0f / 3.0f};
+}
+
+// pow(x, y) for every pair of the values, in each flat shape the loop has a path for: both
+// operands contiguous, a scalar exponent (x ** 2.5), a scalar base. Lengths that are not a
+// multiple of the vector width also cover the masked tail.
+void check_pow_f32_on_pairs(const std::vector<float>& values, const Table<float>& t,
+                            const Table<float>& base) {
+  const std::size_t m = values.size();
+  std::vector<float> x, y;
+  for (float a : values) {
+    for (float b : values) {
+      x.push_back(a);
+      y.push_back(b);
+    }
+  }
+  const std::int64_t n = static_cast<std::int64_t>(x.size());
+  std::vector<float> want(x.size()), got(x.size());
+  base.pow(x.data(), 1, y.data(), 1, want.data(), n);
+  t.pow(x.data(), 1, y.data(), 1, got.data(), n);
+  if (!same_bits(got, want, x, "pow")) testing::report_failure(__FILE__, __LINE__, "pow");
+  for (std::size_t j = 0; j < m; ++j) {
+    const std::int64_t rows = static_cast<std::int64_t>(m);
+    std::vector<float> w(m), g(m);
+    base.pow(values.data(), 1, &values[j], 0, w.data(), rows);
+    t.pow(values.data(), 1, &values[j], 0, g.data(), rows);
+    if (!same_bits(g, w, values, "pow, a scalar exponent")) {
+      testing::report_failure(__FILE__, __LINE__, "pow, a scalar exponent");
+    }
+    base.pow(&values[j], 0, values.data(), 1, w.data(), rows);
+    t.pow(&values[j], 0, values.data(), 1, g.data(), rows);
+    if (!same_bits(g, w, values, "pow, a scalar base")) {
+      testing::report_failure(__FILE__, __LINE__, "pow, a scalar base");
+    }
+  }
+}
+
 }  // namespace
+
+// Every build follows C's pow on the special values (C99 F.9.4.4; the C library's float pow is
+// exact there) and gives the baseline's bits for them in every operand shape.
+OPWEAVE_TEST(float32_pow_follows_c_on_special_values_in_every_build) {
+  const std::vector<float> values = pow_special_values();
+  const std::vector<Table<float>> all = tables<float>();
+  for (const Table<float>& t : all) {
+    for (float a : values) {
+      for (float b : values) {
+        float got;
+        t.pow(&a, 1, &b, 1, &got, 1);
+        const float want = std::pow(a, b);
+        const bool special = !std::isfinite(want) || want == 0.0f || std::abs(a) == 1.0f ||
+                             b == 0.0f || !std::isfinite(a) || !std::isfinite(b);
+        if (!special) continue;  // finite non-zero results: the accuracy tests below
+        if (std::isnan(want) ? !std::isnan(got) : std::memcmp(&want, &got, sizeof(float)) != 0) {
+          std::fprintf(stderr, "pow(%.9g, %.9g): %.9g, C gives %.9g\n", a, b, got, want);
+          testing::report_failure(__FILE__, __LINE__, "pow special value");
+        }
+      }
+    }
+    check_pow_f32_on_pairs(values, t, all.front());
+  }
+}
+
+// Within 0.51 ulp of the exact |x|^y (a long double pow) where |y log2 x| <= 32, on random
+// operands, through each operand shape, and with the baseline's bits in every build; the signs
+// of negative bases with integer exponents as C's.
+OPWEAVE_TEST(float32_pow_is_within_half_an_ulp_in_every_build) {
+  std::mt19937_64 rng(11);
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  std::vector<float> x, y;
+  for (int k = 0; k < 200000; ++k) {
+    x.push_back(static_cast<float>(std::exp2(unit(rng) * 16.0 - 8.0)));
+    y.push_back(static_cast<float>(unit(rng) * 8.0 - 4.0));
+  }
+  for (int k = 0; k < 2000; ++k) {  // negative bases, integer exponents
+    x.push_back(-static_cast<float>(std::exp2(unit(rng) * 8.0 - 4.0)));
+    y.push_back(static_cast<float>(std::floor(unit(rng) * 16.0 - 8.0)));
+  }
+  const std::int64_t n = static_cast<std::int64_t>(x.size());
+  const std::vector<Table<float>> all = tables<float>();
+  std::vector<float> want(x.size());
+  all.front().pow(x.data(), 1, y.data(), 1, want.data(), n);
+  double worst = 0.0;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const long double exact =
+        std::pow(static_cast<long double>(x[i]), static_cast<long double>(y[i]));
+    int e;
+    std::frexp(static_cast<double>(std::fabs(exact)), &e);
+    const long double ulp = std::ldexp(1.0L, e - 24);
+    worst = std::max(worst, static_cast<double>(std::fabs(want[i] - exact) / ulp));
+  }
+  if (worst > 0.51) {
+    std::fprintf(stderr, "pow: %.4f ulp\n", worst);
+    testing::report_failure(__FILE__, __LINE__, "pow accuracy");
+  }
+  for (const Table<float>& t : all) {
+    std::vector<float> got(x.size());
+    t.pow(x.data(), 1, y.data(), 1, got.data(), n);
+    if (!same_bits(got, want, x, "pow")) testing::report_failure(__FILE__, __LINE__, "pow");
+    // A scalar exponent and a scalar base: the same bits as the element-wise pairs.
+    for (float s : {2.5f, -1.75f, 3.0f}) {
+      std::vector<float> pairs(x.size()), scalar(x.size()), ys(x.size(), s);
+      all.front().pow(x.data(), 1, ys.data(), 1, pairs.data(), n);
+      t.pow(x.data(), 1, &s, 0, scalar.data(), n);
+      if (!same_bits(scalar, pairs, x, "x ** s"))
+        testing::report_failure(__FILE__, __LINE__, "x ** s");
+      const float b = std::abs(s);
+      std::vector<float> bs(x.size(), b);
+      all.front().pow(bs.data(), 1, y.data(), 1, pairs.data(), n);
+      t.pow(&b, 0, y.data(), 1, scalar.data(), n);
+      if (!same_bits(scalar, pairs, y, "s ** y"))
+        testing::report_failure(__FILE__, __LINE__, "s ** y");
+    }
+  }
+}
+
+// Bases across the whole float range with exponents up to 7 (results that overflow and underflow
+// in blocks the AVX-512 loop computes without clamping), up to 8.5 (where |y log2 x| can pass
+// 1022, past a double's exponent range) and up to 1e4: the baseline's bits in every build.
+OPWEAVE_TEST(float32_pow_of_wide_ranges_gives_the_same_bits_in_every_build) {
+  std::mt19937_64 rng(12);
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  for (double max_exponent : {7.0, 8.5, 1e4}) {
+    std::vector<float> x, y;
+    for (int k = 0; k < 100000; ++k) {
+      x.push_back(static_cast<float>(std::exp2(unit(rng) * 253.0 - 126.0)));
+      y.push_back(static_cast<float>((unit(rng) * 2.0 - 1.0) * max_exponent));
+    }
+    const std::int64_t n = static_cast<std::int64_t>(x.size());
+    const std::vector<Table<float>> all = tables<float>();
+    std::vector<float> want(x.size()), got(x.size());
+    all.front().pow(x.data(), 1, y.data(), 1, want.data(), n);
+    for (const Table<float>& t : all) {
+      t.pow(x.data(), 1, y.data(), 1, got.data(), n);
+      if (!same_bits(got, want, x, "pow")) testing::report_failure(__FILE__, __LINE__, "pow");
+    }
+  }
+}
+
+// Blocks of ordinary operands with one special base or exponent among them (each special value
+// in turn, one element in 97): every element keeps the baseline's bits, whichever path its block
+// took.
+OPWEAVE_TEST(float32_pow_of_blocks_with_one_special_operand_gives_the_same_bits) {
+  std::mt19937_64 rng(13);
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  std::vector<float> x, y;
+  for (int k = 0; k < 20000; ++k) {
+    x.push_back(static_cast<float>(std::exp2(unit(rng) * 16.0 - 8.0)));
+    y.push_back(static_cast<float>(unit(rng) * 8.0 - 4.0));
+  }
+  const std::int64_t n = static_cast<std::int64_t>(x.size());
+  const std::vector<Table<float>> all = tables<float>();
+  for (float special : pow_special_values()) {
+    for (bool in_base : {true, false}) {
+      std::vector<float> xs = x, ys = y;
+      for (std::size_t i = 0; i < xs.size(); i += 97) (in_base ? xs : ys)[i] = special;
+      std::vector<float> want(x.size()), got(x.size());
+      all.front().pow(xs.data(), 1, ys.data(), 1, want.data(), n);
+      for (const Table<float>& t : all) {
+        t.pow(xs.data(), 1, ys.data(), 1, got.data(), n);
+        if (!same_bits(got, want, xs, "pow")) testing::report_failure(__FILE__, __LINE__, "pow");
+      }
+    }
+  }
+}
 
 OPWEAVE_TEST(float32_shortcuts_give_the_full_paths_bits) {
   check_shortcuts_give_the_full_paths_bits<float>();

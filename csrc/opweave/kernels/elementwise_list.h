@@ -84,7 +84,7 @@
   X(ReluGrad,          relu_grad,          "ReluGrad",          1.0,  kNumbers,                    \
     BINARY_FN(kReluGrad))                                                                          \
   X(Pow,               pow,                "Pow",               20.0, kNumbers,                    \
-    EACH_BY_TYPE(pow_f32, pow_f64))                                                                \
+    LOOP(pow_loop))                                                                                \
   X(FloorMod,          floormod,           "FloorMod",          20.0, kNumbers,                    \
     LOOP(floormod_loop))                                                                           \
   X(SquaredDifference, squared_difference, "SquaredDifference", 1.0,  kNumbers,                    \

@@ -68,6 +68,11 @@ Table<double> table_avx512_f64();
 #include "opweave/kernels/elementwise_fns.h"
 #include "opweave/kernels/vector_math.h"
 
+#if defined(__AVX512F__) && defined(__AVX512DQ__)
+#include "opweave/kernels/pow_f32_avx512.h"
+#elif defined(__AVX2__) && defined(__FMA__)
+#include "opweave/kernels/pow_f32_avx2.h"
+#endif
 #if defined(__AVX__)
 #include <immintrin.h>
 #elif defined(__SSE2__)
@@ -257,6 +262,24 @@ void floormod_loop(const T* a, std::int64_t sa, const T* b, std::int64_t sb, T* 
       dst[i] = vm::fmod_f32_in_range(x, y) ? floormod_f32_fast(x, y) : floormod_f32_libm(x, y);
     }
   }
+}
+
+// -- pow ------------------------------------------------------------------------------------------
+
+// float32 in the AVX-512 and AVX2 builds: pow_f32_avx512.h / pow_f32_avx2.h over the flat shapes
+// (pow_f32's bits); the rest element by element.
+template <typename T>
+void pow_loop(const T* a, std::int64_t sa, const T* b, std::int64_t sb, T* dst, std::int64_t n) {
+#if defined(__AVX512F__) && defined(__AVX512DQ__)
+  if constexpr (std::is_same_v<T, float>) {
+    if (vm::avx512::pow_f32_flat(a, sa, b, sb, dst, n)) return;
+  }
+#elif defined(__AVX2__) && defined(__FMA__)
+  if constexpr (std::is_same_v<T, float>) {
+    if (vm::avx2::pow_f32_flat(a, sa, b, sb, dst, n)) return;
+  }
+#endif
+  run2_by_type<T, vm::pow_f32, vm::pow_f64>(a, sa, b, sb, dst, n);
 }
 
 // -- sqrt through the instruction (a plain std::sqrt loop does not vectorise: errno) -------------
