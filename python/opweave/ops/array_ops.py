@@ -30,6 +30,7 @@ from ._op_def import (
     convert_to_tensor,
     executing_eagerly,
     make_const,
+    memoizable,
     op,
     public,
     register_auto_pack,
@@ -339,6 +340,7 @@ def _reshape_grad(op_: Operation, grad: Tensor) -> list[Any]:
     return [reshape(grad, shape(op_.inputs[0])), None]
 
 
+@memoizable
 @op(
     "Reshape",
     inputs=["tensor: T", "shape: Tshape"],
@@ -455,6 +457,7 @@ def _transpose_grad(op_: Operation, grad: Tensor) -> list[Any]:
     return [transpose(grad, invert_permutation(op_.inputs[1])), None]
 
 
+@memoizable
 @op(
     "Transpose",
     inputs=["x: T", "perm: Tperm"],
@@ -826,6 +829,7 @@ _CONCAT = OpDef(
 )
 
 
+@memoizable
 @public
 def concat(values: Any, axis: Any, name: str | None = "concat") -> Tensor:
     """Join ``values`` (same rank, same shape except along ``axis``) along ``axis``.
@@ -1249,6 +1253,7 @@ _SLICE = OpDef(
 )
 
 
+@memoizable
 @public
 def slice(input_: TensorLike, begin: Any, size: Any, name: str | None = None) -> Tensor:
     """The block of ``input_`` that starts at ``begin`` and has ``size`` (-1: to the end).
@@ -1615,6 +1620,7 @@ _GATHER = OpDef(
 )
 
 
+@memoizable
 @public
 def gather(
     params: TensorLike,
