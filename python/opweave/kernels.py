@@ -3,7 +3,9 @@
 ``opweave.kernels.<name>`` is the op function ``opweave.<name>`` (or ``opweave.nn.<name>``) run
 on arrays instead of building a graph: the same argument checks and shape inference, then the
 same C++ kernel the graph runs, on the global intra-op pool (see ``opweave.set_num_threads``),
-with the GIL released while it computes. Results never depend on the number of threads.
+with the GIL released while it computes (kept by a call like an earlier one whose arrays hold a
+few thousand elements in all: releasing it would take longer). Results never depend on the number
+of threads.
 
 As in TensorFlow, both operands of a binary op must have the same dtype (no promotion): a Python
 scalar takes the other operand's dtype when it converts without loss of kind (an int or bool for
