@@ -251,9 +251,9 @@ class EagerMemo {
                                  : e.constant_tensors[i];
     }
     run_kernel(*e.prepared, s.slots, s.index, n_in, num_threads, e.release_gil);
-    if (e.single) return to_numpy(s.slots[n_in]);
+    if (e.single) return output_array(s.slots[n_in]);
     py::list out(n_out);
-    for (std::size_t i = 0; i < n_out; ++i) out[i] = to_numpy(s.slots[n_in + i]);
+    for (std::size_t i = 0; i < n_out; ++i) out[i] = output_array(s.slots[n_in + i]);
     return std::move(out);
   }
 
@@ -437,6 +437,44 @@ class EagerMemo {
     if (names_.size() >= kMaxNames || !PyUnicode_CheckExact(name)) return -1;
     names_.push_back(py::reinterpret_borrow<py::object>(name));
     return static_cast<int>(names_.size() - 1);
+  }
+
+  // to_numpy() for a kernel output, made directly (no shape vectors, no pybind11 capsule) when
+  // its dtype is one of memo_dtypes() and it owns its memory.
+  static py::object output_array(const Tensor& t) {
+    const MemoDtype* d = nullptr;
+    for (const MemoDtype& m : memo_dtypes()) {
+      if (m.dtype == t.dtype()) {
+        d = &m;
+        break;
+      }
+    }
+    constexpr std::size_t kMaxDims = 32;  // NumPy's own limit before 2.0
+    const std::size_t nd = t.shape().size();
+    if (d == nullptr || t.owner() == nullptr || nd > kMaxDims) return to_numpy(t);
+    Py_intptr_t dims[kMaxDims], strides[kMaxDims];
+    for (std::size_t i = 0; i < nd; ++i) {
+      dims[i] = static_cast<Py_intptr_t>(t.shape()[i]);
+      strides[i] = static_cast<Py_intptr_t>(t.strides()[i] * d->itemsize);
+    }
+    // The capsule owns a Tensor handle, which keeps the buffer alive as long as the array lives.
+    auto keep = std::make_unique<Tensor>(t);
+    PyObject* capsule = PyCapsule_New(keep.get(), nullptr, [](PyObject* c) {
+      delete static_cast<Tensor*>(PyCapsule_GetPointer(c, nullptr));
+    });
+    if (capsule == nullptr) throw py::error_already_set();
+    keep.release();
+    auto base = py::reinterpret_steal<py::object>(capsule);
+    const auto& api = py::detail::npy_api::get();
+    Py_INCREF(d->descr);  // PyArray_NewFromDescr steals it
+    auto out = py::reinterpret_steal<py::object>(api.PyArray_NewFromDescr_(
+        api.PyArray_Type_, d->descr, static_cast<int>(nd), dims, strides, t.raw_data(),
+        py::detail::npy_api::NPY_ARRAY_WRITEABLE_, nullptr));
+    if (!out) throw py::error_already_set();
+    if (api.PyArray_SetBaseObject_(out.ptr(), base.release().ptr()) != 0) {
+      throw py::error_already_set();
+    }
+    return out;
   }
 
   // borrow() for an argument key_of accepted, without its checks.

@@ -112,9 +112,6 @@ def eager_function(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
         threads = 0
         if _num_threads is not None:
             threads = _checks.check_int(_num_threads, "_num_threads", minimum=1, maximum=4096)
-        state = _eager
-        saved_record = state.record
-        record: _Record | None = None
         if memo_call is not None:
             failure: BaseException | None = None
             try:
@@ -125,6 +122,10 @@ def eager_function(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
                 raise_core_error(failure)  # outside the except block: no CoreError as context
             if result is not None:
                 return result
+        state = _eager
+        saved_record = state.record
+        record: _Record | None = None
+        if memo_call is not None:
             state.record = record = []
         try:
             if fast is not None:
@@ -157,7 +158,8 @@ def memoizable(fn: F) -> F:
     shapes (never their values) and its other arguments' values, and returns its result as is:
     ``opweave.kernels`` may then remember a call's plan by those and run later calls like it in
     C++. An op's stub is memoizable without saying so; the one-op part is checked on each call
-    remembered (see _memoize)."""
+    remembered (see _memoize), except for ops run through ``opweave.kernels`` itself (a hit in its
+    memo leaves no record), which ``fn`` must not call."""
     fn._eager_memoizable = True  # type: ignore[attr-defined]
     return fn
 
