@@ -72,11 +72,13 @@ def test_memoized_gather_gives_the_whole_paths_result_and_errors() -> None:
     assert memoized.value.__context__ is None
 
 
-def test_an_array_given_twice_is_not_remembered_as_one_argument() -> None:
+def test_an_array_given_twice_is_keyed_apart_from_two_arrays() -> None:
     x = np.arange(6.0).reshape(2, 3)
-    _same(kernels.subtract(x, x), np.zeros((2, 3)))
     a, b = np.full((2, 3), 5.0), np.ones((2, 3))
-    _same(kernels.subtract(a, b), np.full((2, 3), 4.0))
+    for _ in range(2):
+        _same(kernels.subtract(x, x), np.zeros((2, 3)))
+        _same(kernels.subtract(a, b), np.full((2, 3), 4.0))
+        _same(kernels.subtract(b, b), np.zeros((2, 3)))
 
 
 def test_shapes_and_dtypes_the_memo_has_not_seen_take_the_whole_path() -> None:
@@ -160,8 +162,38 @@ def test_python_values_are_keyed_by_type_and_exact_value() -> None:
         kernels.add(small, True)
 
 
-def test_an_array_twice_in_a_list_is_not_remembered_as_one_argument() -> None:
+def test_an_array_twice_in_a_list_is_keyed_apart_from_two_arrays() -> None:
     x = np.arange(3.0)
     _same(kernels.concat([x, x], 0), np.concatenate([x, x]))
     _same(kernels.concat([x, x + 10], 0), np.concatenate([x, x + 10]))
     _same(kernels.concat([x + 20, x], 0), np.concatenate([x + 20, x]))
+
+
+def test_str_arguments_are_keyed_by_value() -> None:
+    x = np.arange(16, dtype=np.float32).reshape(1, 4, 4, 1)
+    for _ in range(2):
+        same = kernels.max_pool(x, [1, 3, 3, 1], [1, 1, 1, 1], "SAME")
+        valid = kernels.max_pool(x, [1, 3, 3, 1], [1, 1, 1, 1], "VALID")
+        assert same.shape == (1, 4, 4, 1)
+        assert valid.shape == (1, 2, 2, 1)
+        # A str equal to an earlier one but another object.
+        padding = "".join(["SA", "ME"])
+        _same(kernels.max_pool(x, [1, 3, 3, 1], [1, 1, 1, 1], padding), same)
+
+
+def test_an_array_argument_the_function_reads_by_value_is_never_memoized_by_shape() -> None:
+    # leaky_relu takes alpha's value (alpha.item()) and pad its paddings' values: neither array
+    # is an input of the op, so calls with other values must not reuse the first call's plan.
+    x = np.array([-1.0, 2.0])
+    assert kernels.leaky_relu(x, np.array([0.5]))[0] == -0.5
+    assert kernels.leaky_relu(x, np.array([0.25]))[0] == -0.25
+    assert kernels.pad(x, np.array([[1, 0]])).shape == (3,)
+    assert kernels.pad(x, np.array([[2, 3]])).shape == (7,)
+
+
+def test_a_call_that_cannot_be_remembered_is_remembered_as_such() -> None:
+    # truediv of integers runs three ops (two casts and a division): never one plan.
+    x, y = np.arange(1, 5, dtype=np.int32), np.full(4, 2, dtype=np.int32)
+    for _ in range(3):
+        _same(kernels.truediv(x, y), x / y)
+    assert kernels.truediv._eager_memo.call((x, y), {}, 0) is False

@@ -235,7 +235,8 @@ const std::vector<MemoDtype>& memo_dtypes() {
 
 class EagerMemo {
  public:
-  // The call's result (an array, or a list of them), or None when no entry has its signature.
+  // The call's result (an array, or a list of them), None when no entry has its signature, or
+  // False when its signature is one not to remember (add_miss).
   py::object call(const py::tuple& args, const py::dict& kwargs, int num_threads) {
     if (!key_of(args, kwargs)) return py::none();
     const auto it = entries_.find(key_);
@@ -243,6 +244,7 @@ class EagerMemo {
     // Held by this call: another thread may clear the memo while the kernel runs without the GIL.
     const std::shared_ptr<const Entry> entry = it->second;
     const Entry& e = *entry;
+    if (e.prepared == nullptr) return py::bool_(false);
     const std::size_t n_in = e.arg.size();
     const auto n_out = static_cast<std::size_t>(e.prepared->node.num_outputs);
     Slots s(n_in + n_out);
@@ -293,21 +295,30 @@ class EagerMemo {
     return true;
   }
 
+  // Remembers that calls with arguments like these are not to be remembered (they run several
+  // ops, read an array's value, ...): call() then answers False, and the caller records nothing.
+  bool add_miss(const py::tuple& args, const py::dict& kwargs) {
+    if (!key_of(args, kwargs)) return false;
+    if (entries_.size() >= kMaxEntries) entries_.clear();
+    entries_.insert_or_assign(key_, std::make_shared<Entry>());
+    return true;
+  }
+
   void clear() { entries_.clear(); }
   std::size_t size() const { return entries_.size(); }
 
  private:
   static constexpr std::size_t kMaxEntries = 256;
-  static constexpr std::size_t kMaxNames = 16;
+  static constexpr std::size_t kMaxStrings = 32;    // per table: keyword names, str arguments
   static constexpr Py_ssize_t kMaxListLength = 64;  // as _MAX_KEYED_ELEMENTS in _op_def.py
   // Key tags of Python values; an array's part starts with its dtype's index (< kTagNone).
   static constexpr std::int64_t kTagNone = 100, kTagBool = 101, kTagInt = 102, kTagFloat = 103,
                                 kTagList = 104, kTagTuple = 105, kTagArrayList = 106,
-                                kTagArrayTuple = 107;
+                                kTagArrayTuple = 107, kTagStr = 108, kTagSame = 109;
 
   struct Entry {
-    py::object owner;  // the PreparedOp object, kept alive
-    const PreparedOp* prepared = nullptr;
+    py::object owner;                      // the PreparedOp object, kept alive
+    const PreparedOp* prepared = nullptr;  // null: a call not to be remembered (add_miss)
     std::vector<int> arg;  // per kernel input: the argument it is, or -1 for constants[i]
     std::vector<py::array> constants;
     // Views of the constants, made once: kernels never write to their inputs.
@@ -335,7 +346,7 @@ class EagerMemo {
   // False unless each argument is an ndarray (not a subclass) of rank >= 1 (0-d arrays are keyed
   // by value on the whole path) of a recognised dtype, aligned, with strides a multiple of its item
   // size (keyed by dtype and shape), a list or tuple of at most kMaxListLength such arrays (each
-  // in objs_ after the list), or a plain None, int, bool, float, or list or tuple of at most
+  // in objs_ after the list), or a plain None, int, bool, float, str, or list or tuple of at most
   // kMaxListLength ints (keyed by type and value: a float by its bits, so 0.0 and -0.0 differ).
   bool key_of(const py::tuple& args, const py::dict& kwargs) {
     key_.clear();
@@ -356,6 +367,15 @@ class EagerMemo {
   bool key_value(PyObject* o) {
     objs_.push_back(o);
     if (Py_TYPE(o) == py::detail::npy_api::get().PyArray_Type_) {
+      // An array given again (add(x, x)) is keyed as that: which arguments are one array is part
+      // of the signature.
+      for (std::size_t k = 0; k + 1 < objs_.size(); ++k) {
+        if (objs_[k] == o) {
+          key_.push_back(kTagSame);
+          key_.push_back(static_cast<std::int64_t>(k));
+          return true;
+        }
+      }
       const auto* a = py::detail::array_proxy(o);
       const MemoDtype* d = dtype_of(a->descr);
       if (d == nullptr || a->nd < 1 ||
@@ -389,6 +409,13 @@ class EagerMemo {
       std::memcpy(&bits, &v, sizeof bits);
       key_.push_back(kTagFloat);
       key_.push_back(bits);
+      return true;
+    }
+    if (PyUnicode_CheckExact(o)) {
+      const int index = string_index(o);
+      if (index < 0) return false;
+      key_.push_back(kTagStr);
+      key_.push_back(index);
       return true;
     }
     const bool list = PyList_CheckExact(o) != 0;
@@ -426,17 +453,22 @@ class EagerMemo {
     return true;
   }
 
-  // A small number for a keyword's name (compared by value: names need not be interned), or -1
-  // once kMaxNames distinct names were seen.
-  int name_index(PyObject* name) {
-    for (std::size_t i = 0; i < names_.size(); ++i) {
-      PyObject* known = names_[i].ptr();
-      if (known == name || PyUnicode_Compare(known, name) == 0) return static_cast<int>(i);
+  // A small number for a keyword's name, or -1 once kMaxStrings distinct names were seen.
+  int name_index(PyObject* name) { return intern(names_, name); }
+  // The same for a str argument (padding="SAME", data_format, name), by value.
+  int string_index(PyObject* text) { return intern(strings_, text); }
+
+  // The index of `text` in `table` (compared by value: strs need not be interned), added when new;
+  // -1 when it is not an exact str or the table is full.
+  static int intern(std::vector<py::object>& table, PyObject* text) {
+    if (!PyUnicode_CheckExact(text)) return -1;
+    for (std::size_t i = 0; i < table.size(); ++i) {
+      PyObject* known = table[i].ptr();
+      if (known == text || PyUnicode_Compare(known, text) == 0) return static_cast<int>(i);
     }
-    if (PyErr_Occurred() != nullptr) PyErr_Clear();  // not a str: no match, as for any other name
-    if (names_.size() >= kMaxNames || !PyUnicode_CheckExact(name)) return -1;
-    names_.push_back(py::reinterpret_borrow<py::object>(name));
-    return static_cast<int>(names_.size() - 1);
+    if (table.size() >= kMaxStrings) return -1;
+    table.push_back(py::reinterpret_borrow<py::object>(text));
+    return static_cast<int>(table.size() - 1);
   }
 
   // to_numpy() for a kernel output, made directly (no shape vectors, no pybind11 capsule) when
@@ -494,7 +526,8 @@ class EagerMemo {
   // call's arguments, which the caller holds until it returns.
   std::vector<std::int64_t> key_;
   std::vector<PyObject*> objs_;
-  std::vector<py::object> names_;  // keyword names seen, by name_index
+  std::vector<py::object> names_;    // keyword names seen, by name_index
+  std::vector<py::object> strings_;  // str arguments seen, by string_index
   std::unordered_map<std::vector<std::int64_t>, std::shared_ptr<const Entry>, KeyHash> entries_;
 };
 
@@ -525,6 +558,9 @@ void register_kernels(py::module_& m) {
            py::arg("inputs"), py::arg("single"), py::arg("release_gil"),
            "Remembers that a call with arguments like these runs `prepared` on `inputs` (indices "
            "of array arguments, or constant arrays); False when they cannot key an entry.")
+      .def("add_miss", &EagerMemo::add_miss, py::arg("args"), py::arg("kwargs"),
+           "Remembers that calls with arguments like these are not remembered: call() answers "
+           "False for them.")
       .def("clear", &EagerMemo::clear)
       .def("__len__", &EagerMemo::size);
   m.def("run_prepared", &run_prepared, py::arg("prepared"), py::arg("inputs"),

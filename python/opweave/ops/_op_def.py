@@ -120,12 +120,12 @@ def eager_function(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
                 failure = exc
             if failure is not None:
                 raise_core_error(failure)  # outside the except block: no CoreError as context
-            if result is not None:
+            if result is not None and result is not False:
                 return result
         state = _eager
         saved_record = state.record
         record: _Record | None = None
-        if memo_call is not None:
+        if memo_call is not None and result is None:  # False: a signature not to remember
             state.record = record = []
         try:
             if fast is not None:
@@ -157,9 +157,10 @@ def memoizable(fn: F) -> F:
     """Declares that ``fn``, called eagerly, computes one op from its array arguments' dtypes and
     shapes (never their values) and its other arguments' values, and returns its result as is:
     ``opweave.kernels`` may then remember a call's plan by those and run later calls like it in
-    C++. An op's stub is memoizable without saying so; the one-op part is checked on each call
-    remembered (see _memoize), except for ops run through ``opweave.kernels`` itself (a hit in its
-    memo leaves no record), which ``fn`` must not call."""
+    C++. An op's stub is memoizable without saying so. Each call remembered is checked to have
+    run one op whose inputs include every array argument itself (_memoize); what the check cannot
+    see is an array both read by value and passed on, and ops run through ``opweave.kernels``
+    itself (a hit in its memo leaves no record), which ``fn`` must not call."""
     fn._eager_memoizable = True  # type: ignore[attr-defined]
     return fn
 
@@ -176,14 +177,28 @@ def _memoize(
     record: _Record,
     result: Any,
 ) -> None:
+    """Adds the recorded call to ``memo``: its plan, or that calls like it are not remembered
+    (so that they are not recorded again)."""
+    if not _memo_plan(memo, args, kwargs, record, result):
+        memo.add_miss(args, kwargs)
+
+
+def _memo_plan(
+    memo: _core.EagerMemo,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    record: _Record,
+    result: Any,
+) -> bool:
     """Adds the call to ``memo`` when it ran exactly one op by a plan, whose result it returned,
-    on its very array arguments (each at most once, none keyed by value) and the plan's constants
-    (made from its other arguments); the memo keys it by all its arguments (EagerMemo.add)."""
+    on all its very array arguments (each at most once, none keyed by value) and the plan's
+    constants (made from its other arguments); the memo keys it by all its arguments
+    (EagerMemo.add). False when it cannot."""
     if len(record) != 1:
-        return
+        return False
     plan, flat, op_result = record[0]
     if plan is None or op_result is not result or plan.kind not in (_RESULT_ONE, _RESULT_LIST):
-        return
+        return False
     reads = plan.op_def._eager_reads
     constants = dict(plan.constants)
     # The arguments as EagerMemo numbers them: positional, then keyword, each list of arrays
@@ -198,17 +213,32 @@ def _memoize(
         if j in constants:
             inputs.append(constants[j])
             continue
-        positions = [i for i, a in enumerate(given) if a is v]
-        # An array given twice (add(x, x)) would not say which argument each input is.
-        if len(positions) != 1 or j in reads or type(v) is not np.ndarray or v.ndim == 0:
-            return
-        inputs.append(positions[0])
+        # The first argument that is this array: the memo's key says which arguments are one.
+        i = next((i for i, a in enumerate(given) if a is v), -1)
+        if i < 0 or j in reads or type(v) is not np.ndarray or v.ndim == 0:
+            return False
+        inputs.append(i)
+    # An array argument that is no input of the op may have been read by value in fn's body
+    # (leaky_relu's alpha.item(), say), which the memo's key (its shape) does not hold.
+    used = {x for x in inputs if type(x) is int}
+    if any(
+        type(a) is np.ndarray and i not in used and not _earlier(given, i)
+        for i, a in enumerate(given)
+    ):
+        return False
     outputs = [result] if plan.kind == _RESULT_ONE else result
     elements = sum(np.size(a) for a in given if type(a) is np.ndarray)
     elements += sum(np.size(r) for r in outputs)
     single = plan.kind == _RESULT_ONE
-    if memo.add(args, kwargs, plan.prepared, inputs, single, elements > _GIL_HOLD_ELEMENTS):
-        plan.op_def._memos.add(memo)
+    if not memo.add(args, kwargs, plan.prepared, inputs, single, elements > _GIL_HOLD_ELEMENTS):
+        return False
+    plan.op_def._memos.add(memo)
+    return True
+
+
+def _earlier(given: list[Any], i: int) -> bool:
+    """Whether ``given[i]`` is also an earlier argument (the one an op input names)."""
+    return any(a is given[i] for a in given[:i])
 
 
 # -- argument and attribute specs ----------------------------------------------------------------

@@ -604,6 +604,7 @@ def ones_like_op(x: TensorLike, name: str | None = None) -> Tensor:
     """Ones with the shape and dtype of ``x`` (the op behind :func:`ones_like`)."""
 
 
+@memoizable
 @public
 def zeros_like(
     tensor: TensorLike, dtype: Any = None, name: str | None = None, optimize: bool = True
@@ -615,6 +616,7 @@ def zeros_like(
     return zeros_like_op(t, name=name)
 
 
+@memoizable
 @public
 def ones_like(
     tensor: TensorLike, dtype: Any = None, name: str | None = None, optimize: bool = True
@@ -915,6 +917,7 @@ _PACK = OpDef(
 )
 
 
+@memoizable
 @public
 def stack(values: Any, axis: int = 0, name: str | None = "stack") -> Tensor:
     """Stack same-shape tensors into one tensor of rank one higher, along a new ``axis``.
@@ -988,6 +991,7 @@ _UNPACK = OpDef(
 )
 
 
+@memoizable
 @public
 def unstack(
     value: TensorLike, num: int | None = None, axis: int = 0, name: str | None = "unstack"
@@ -1117,6 +1121,7 @@ _SPLIT_V = OpDef(
 )
 
 
+@memoizable
 @public
 def split(
     value: TensorLike,
@@ -1354,6 +1359,7 @@ _STRIDED_SLICE_GRAD = OpDef(
 )
 
 
+@memoizable
 @public
 def strided_slice(
     input_: TensorLike,
@@ -1857,6 +1863,7 @@ _EXPAND_DIMS = OpDef(
 )
 
 
+@memoizable
 @public
 def expand_dims(
     input: TensorLike,
@@ -1912,6 +1919,7 @@ _SQUEEZE = OpDef(
 )
 
 
+@memoizable
 @public
 def squeeze(
     input: TensorLike,
@@ -1993,6 +2001,7 @@ _TILE = OpDef(
 )
 
 
+@memoizable
 @public
 def tile(input: TensorLike, multiples: Any, name: str | None = None) -> Tensor:
     """``input`` repeated ``multiples[i]`` times along each dimension ``i``.
@@ -2145,6 +2154,7 @@ def _paddings_value(paddings: Any) -> Any:
     return np.array(rows, dtype=np.int32 if fits else np.int64).reshape(len(rows), 2)
 
 
+@memoizable
 @public
 def pad(
     tensor: TensorLike,
@@ -2220,6 +2230,7 @@ _REVERSE = OpDef(
 )
 
 
+@memoizable
 @public
 def reverse(tensor: TensorLike, axis: Any, name: str | None = None) -> Tensor:
     """``tensor`` with the order of the elements along each dimension in ``axis`` reversed.

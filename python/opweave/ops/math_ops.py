@@ -347,6 +347,7 @@ def floordiv(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
     return _FLOORDIV(x, y, name=name)  # type: ignore[no-any-return]
 
 
+@memoizable
 @public
 def div(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
     """TensorFlow 1's ``tf.div``: ``x / y`` with broadcasting, flooring for integers.
@@ -361,6 +362,7 @@ def div(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
     return floordiv(a, b, name=name or "div")
 
 
+@memoizable
 @public
 def truediv(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
     """``x / y`` as Python 3 divides: TensorFlow 1's ``tf.truediv``, what ``/`` on tensors does.
@@ -560,6 +562,7 @@ _CLIP_BY_VALUE = OpDef(
 )
 
 
+@memoizable
 @public
 def clip_by_value(
     t: TensorLike,
@@ -1278,6 +1281,7 @@ _SELECT_V2 = OpDef(
 )
 
 
+@memoizable
 @public
 def select_v2(
     condition: TensorLike, x: TensorLike, y: TensorLike, name: str | None = None

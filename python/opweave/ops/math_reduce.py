@@ -310,6 +310,7 @@ _ARGMAX_TYPES = frozenset({int16, int32, int64})
 _ARGMIN_TYPES = frozenset({int32, int64})
 
 
+@memoizable
 @op("ArgMax", **_arg(_ARGMAX_TYPES))
 def argmax(
     input: TensorLike,
@@ -342,6 +343,7 @@ def argmax(
     )
 
 
+@memoizable
 @op("ArgMin", **_arg(_ARGMIN_TYPES))
 def argmin(
     input: TensorLike,
