@@ -174,6 +174,27 @@ def run_prepared(
     inputs: Sequence[np.ndarray[Any, Any] | None],
     num_threads: int = ...,
 ) -> list[np.ndarray[Any, Any]]: ...
+
+class EagerMemo:
+    """A kernel function's calls, by their arrays' dtypes and shapes and other arguments' values."""
+
+    def __init__(self) -> None: ...
+    def call(
+        self, args: tuple[Any, ...], kwargs: dict[str, Any], num_threads: int = ...
+    ) -> np.ndarray[Any, Any] | list[np.ndarray[Any, Any]] | bool | None: ...
+    def add(
+        self,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        prepared: PreparedOp,
+        inputs: Sequence[int | np.ndarray[Any, Any]],
+        single: bool,
+        release_gil: bool,
+    ) -> bool: ...
+    def add_miss(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool: ...
+    def clear(self) -> None: ...
+    def __len__(self) -> int: ...
+
 def matmul_into(
     a: np.ndarray[Any, Any],
     b: np.ndarray[Any, Any],

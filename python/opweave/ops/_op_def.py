@@ -53,6 +53,7 @@ __all__ = [
     "convert_to_tensor",
     "eager_function",
     "executing_eagerly",
+    "memoizable",
     "op",
     "public",
 ]
@@ -71,9 +72,14 @@ _MISS = object()  # no cached plan for the call: it takes the whole path
 # -- eager mode ----------------------------------------------------------------------------------
 
 
+# Each op call's (plan, or None when it has none; flat operands; result), see _memoize.
+_Record = list[tuple["_Plan | None", list[Any], Any]]
+
+
 class _EagerState(threading.local):
     active: bool = False
     num_threads: int = 0
+    record: _Record | None = None  # while opweave.kernels records a call for its memo
 
 
 _eager = _EagerState()
@@ -96,28 +102,143 @@ def eager_function(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
     fast: Callable[[tuple[Any, ...], dict[str, Any], int], Any] | None = getattr(
         fn, "_eager_fast", None
     )
+    # Calls of a function that computes one op from its arrays' dtypes and shapes and its other
+    # arguments' values (see memoizable) are looked up and run in C++ (_memoize).
+    memo = _core.EagerMemo() if getattr(fn, "_eager_memoizable", False) else None
+    memo_call = memo.call if memo is not None else None
 
     @functools.wraps(fn)
     def run(*args: Any, _num_threads: int | None = None, **kwargs: Any) -> Any:
         threads = 0
         if _num_threads is not None:
             threads = _checks.check_int(_num_threads, "_num_threads", minimum=1, maximum=4096)
-        if fast is not None:
-            result = fast(args, kwargs, threads)
-            if result is not _MISS:
+        if memo_call is not None:
+            failure: BaseException | None = None
+            try:
+                result = memo_call(args, kwargs, threads)
+            except _core.CoreError as exc:
+                failure = exc
+            if failure is not None:
+                raise_core_error(failure)  # outside the except block: no CoreError as context
+            if result is not None and result is not False:
                 return result
         state = _eager
-        saved_active, saved_threads = state.active, state.num_threads
-        state.active = True
-        state.num_threads = threads
+        saved_record = state.record
+        record: _Record | None = None
+        if memo_call is not None and result is None:  # False: a signature not to remember
+            state.record = record = []
         try:
-            return fn(*args, **kwargs)
+            if fast is not None:
+                result = fast(args, kwargs, threads)
+                if result is not _MISS:
+                    if memo is not None and record is not None:
+                        _memoize(memo, args, kwargs, record, result)
+                    return result
+            saved_active, saved_threads = state.active, state.num_threads
+            state.active = True
+            state.num_threads = threads
+            try:
+                result = fn(*args, **kwargs)
+            finally:
+                state.active = saved_active
+                state.num_threads = saved_threads
+            if memo is not None and record is not None:
+                _memoize(memo, args, kwargs, record, result)
+            return result
         finally:
-            state.active = saved_active
-            state.num_threads = saved_threads
+            state.record = saved_record
 
     run.__qualname__ = run.__name__ = name
+    run._eager_memo = memo  # type: ignore[attr-defined]  # for tests
     return run
+
+
+def memoizable(fn: F) -> F:
+    """Declares that ``fn``, called eagerly, computes one op from its array arguments' dtypes and
+    shapes (never their values) and its other arguments' values, and returns its result as is:
+    ``opweave.kernels`` may then remember a call's plan by those and run later calls like it in
+    C++. An op's stub is memoizable without saying so. Each call remembered is checked to have
+    run one op whose inputs include every array argument itself (_memoize); what the check cannot
+    see is an array both read by value and passed on, and ops run through ``opweave.kernels``
+    itself (a hit in its memo leaves no record), which ``fn`` must not call."""
+    fn._eager_memoizable = True  # type: ignore[attr-defined]
+    return fn
+
+
+#: A memoized call this small (elements in and out) runs its kernel without releasing the GIL:
+#: releasing and taking it back costs more than the kernel.
+_GIL_HOLD_ELEMENTS = 4096
+
+
+def _memoize(
+    memo: _core.EagerMemo,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    record: _Record,
+    result: Any,
+) -> None:
+    """Adds the recorded call to ``memo``: its plan, or that calls like it are not remembered
+    (so that they are not recorded again)."""
+    if not _memo_plan(memo, args, kwargs, record, result):
+        memo.add_miss(args, kwargs)
+
+
+def _memo_plan(
+    memo: _core.EagerMemo,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    record: _Record,
+    result: Any,
+) -> bool:
+    """Adds the call to ``memo`` when it ran exactly one op by a plan, whose result it returned,
+    on all its very array arguments (each at most once, none keyed by value) and the plan's
+    constants (made from its other arguments); the memo keys it by all its arguments
+    (EagerMemo.add). False when it cannot."""
+    if len(record) != 1:
+        return False
+    plan, flat, op_result = record[0]
+    if plan is None or op_result is not result or plan.kind not in (_RESULT_ONE, _RESULT_LIST):
+        return False
+    reads = plan.op_def._eager_reads
+    constants = dict(plan.constants)
+    # The arguments as EagerMemo numbers them: positional, then keyword, each list of arrays
+    # followed by its arrays.
+    given: list[Any] = []
+    for v in (*args, *kwargs.values()):
+        given.append(v)
+        if (type(v) is list or type(v) is tuple) and v and type(v[0]) is np.ndarray:
+            given.extend(v)
+    inputs: list[int | np.ndarray[Any, Any]] = []
+    for j, v in enumerate(flat):
+        if j in constants:
+            inputs.append(constants[j])
+            continue
+        # The first argument that is this array: the memo's key says which arguments are one.
+        i = next((i for i, a in enumerate(given) if a is v), -1)
+        if i < 0 or j in reads or type(v) is not np.ndarray or v.ndim == 0:
+            return False
+        inputs.append(i)
+    # An array argument that is no input of the op may have been read by value in fn's body
+    # (leaky_relu's alpha.item(), say), which the memo's key (its shape) does not hold.
+    used = {x for x in inputs if type(x) is int}
+    if any(
+        type(a) is np.ndarray and i not in used and not _earlier(given, i)
+        for i, a in enumerate(given)
+    ):
+        return False
+    outputs = [result] if plan.kind == _RESULT_ONE else result
+    elements = sum(np.size(a) for a in given if type(a) is np.ndarray)
+    elements += sum(np.size(r) for r in outputs)
+    single = plan.kind == _RESULT_ONE
+    if not memo.add(args, kwargs, plan.prepared, inputs, single, elements > _GIL_HOLD_ELEMENTS):
+        return False
+    plan.op_def._memos.add(memo)
+    return True
+
+
+def _earlier(given: list[Any], i: int) -> bool:
+    """Whether ``given[i]`` is also an earlier argument (the one an op input names)."""
+    return any(a is given[i] for a in given[:i])
 
 
 # -- argument and attribute specs ----------------------------------------------------------------
@@ -725,13 +846,19 @@ class _Plan:
             failure: BaseException = exc
         else:
             kind = self.kind
+            result: Any
             if kind == _RESULT_ONE:
-                return results[0]
-            if kind == _RESULT_LIST:
-                return results
-            if kind == _RESULT_TUPLE:
-                return self.op_def._tuple(*results)
-            return None
+                result = results[0]
+            elif kind == _RESULT_LIST:
+                result = results
+            elif kind == _RESULT_TUPLE:
+                result = self.op_def._tuple(*results)
+            else:
+                result = None
+            record = _eager.record
+            if record is not None:
+                record.append((self, flat, result))
+            return result
         raise_core_error(failure)  # outside the except block: no CoreError shown as context
         return None  # unreachable (raise_core_error never returns); for RET503
 
@@ -820,6 +947,8 @@ class OpDef:
         # Eager plans by call signature, and the inputs whose values key them (_eager_call).
         self._plans: dict[tuple[Any, ...], _Plan] = {}
         self._eager_reads: frozenset[int] = frozenset()
+        # The opweave.kernels memos holding plans of this op, cleared with the plans.
+        self._memos: set[_core.EagerMemo] = set()
         for spec in self.inputs + self.outputs:
             t = spec.type_attr
             if t is not None and t not in self.types and t not in self.attrs:
@@ -893,9 +1022,14 @@ class OpDef:
         results = call_core(
             _core.run_op, self.type, arrays, core_attrs, len(out_dtypes), _eager.num_threads
         )
+        plan = None
         if keyed is not None:
-            self._remember(args, kwargs, name, ctx, arrays, core_attrs, len(out_dtypes))
-        return self._result(tuple(results), None)
+            plan = self._remember(args, kwargs, name, ctx, arrays, core_attrs, len(out_dtypes))
+        result = self._result(tuple(results), None)
+        record = _eager.record
+        if record is not None:
+            record.append((plan, arrays, result))
+        return result
 
     def _eager_key(
         self, args: tuple[Any, ...], kwargs: dict[str, Any], name: Any
@@ -981,33 +1115,37 @@ class OpDef:
         arrays: list[np.ndarray[Any, Any]],
         core_attrs: dict[str, Any],
         num_outputs: int,
-    ) -> None:
-        """Caches the plan of a call that went the whole way (see _eager_call)."""
+    ) -> _Plan | None:
+        """Caches the plan of a call that went the whole way (see _eager_call); returns it."""
         if not ctx.reads <= self._eager_reads:
             # The shape function read more values than the signatures so far held: from now on
             # they are part of the key (older plans are keyed without them and are dropped).
             self._eager_reads = self._eager_reads | frozenset(ctx.reads)
             self._plans.clear()
+            for memo in self._memos:
+                memo.clear()
+            self._memos.clear()
         keyed = self._eager_key(args, kwargs, name)
         if keyed is None:
-            return
+            return None
         key, flat = keyed
         constants: list[tuple[int, np.ndarray[Any, Any]]] = []
         for i, (given, used) in enumerate(zip(flat, arrays, strict=True)):
             if given is used:
                 continue
             if given is not None and given.ndim != 0 and i not in self._eager_reads:
-                return  # an array converted by its value, which the key does not hold
+                return None  # an array converted by its value, which the key does not hold
             const = np.array(used, copy=True)
             const.flags.writeable = False
             constants.append((i, const))
         try:
             prepared = call_core(_core.prepare_op, self.type, core_attrs, num_outputs)
         except Exception:  # no plan; the call itself succeeded
-            return
+            return None
         if len(self._plans) >= _MAX_PLANS:
             self._plans.clear()
-        self._plans[key] = _Plan(prepared, tuple(constants), self._result_kind(), self)
+        plan = self._plans[key] = _Plan(prepared, tuple(constants), self._result_kind(), self)
+        return plan
 
     def _result_kind(self) -> int:
         if not self.outputs:
@@ -1384,6 +1522,7 @@ def op(type: str, **definition: Any) -> Callable[[F], F]:
             return result
 
         public_fn.op_def = op_def  # type: ignore[attr-defined]
+        public_fn._eager_memoizable = stub  # type: ignore[attr-defined]
         # opweave.kernels' shortcut to a cached plan (eager_function), for a plain stub whose
         # parameters are the op's inputs and attrs in the op's order (then maybe name).
         own = tuple(p for p in param_names if p != "name")

@@ -30,6 +30,7 @@ from ._op_def import (
     convert_to_tensor,
     executing_eagerly,
     make_const,
+    memoizable,
     op,
     public,
     register_auto_pack,
@@ -339,6 +340,7 @@ def _reshape_grad(op_: Operation, grad: Tensor) -> list[Any]:
     return [reshape(grad, shape(op_.inputs[0])), None]
 
 
+@memoizable
 @op(
     "Reshape",
     inputs=["tensor: T", "shape: Tshape"],
@@ -455,6 +457,7 @@ def _transpose_grad(op_: Operation, grad: Tensor) -> list[Any]:
     return [transpose(grad, invert_permutation(op_.inputs[1])), None]
 
 
+@memoizable
 @op(
     "Transpose",
     inputs=["x: T", "perm: Tperm"],
@@ -601,6 +604,7 @@ def ones_like_op(x: TensorLike, name: str | None = None) -> Tensor:
     """Ones with the shape and dtype of ``x`` (the op behind :func:`ones_like`)."""
 
 
+@memoizable
 @public
 def zeros_like(
     tensor: TensorLike, dtype: Any = None, name: str | None = None, optimize: bool = True
@@ -612,6 +616,7 @@ def zeros_like(
     return zeros_like_op(t, name=name)
 
 
+@memoizable
 @public
 def ones_like(
     tensor: TensorLike, dtype: Any = None, name: str | None = None, optimize: bool = True
@@ -826,6 +831,7 @@ _CONCAT = OpDef(
 )
 
 
+@memoizable
 @public
 def concat(values: Any, axis: Any, name: str | None = "concat") -> Tensor:
     """Join ``values`` (same rank, same shape except along ``axis``) along ``axis``.
@@ -911,6 +917,7 @@ _PACK = OpDef(
 )
 
 
+@memoizable
 @public
 def stack(values: Any, axis: int = 0, name: str | None = "stack") -> Tensor:
     """Stack same-shape tensors into one tensor of rank one higher, along a new ``axis``.
@@ -984,6 +991,7 @@ _UNPACK = OpDef(
 )
 
 
+@memoizable
 @public
 def unstack(
     value: TensorLike, num: int | None = None, axis: int = 0, name: str | None = "unstack"
@@ -1113,6 +1121,7 @@ _SPLIT_V = OpDef(
 )
 
 
+@memoizable
 @public
 def split(
     value: TensorLike,
@@ -1249,6 +1258,7 @@ _SLICE = OpDef(
 )
 
 
+@memoizable
 @public
 def slice(input_: TensorLike, begin: Any, size: Any, name: str | None = None) -> Tensor:
     """The block of ``input_`` that starts at ``begin`` and has ``size`` (-1: to the end).
@@ -1349,6 +1359,7 @@ _STRIDED_SLICE_GRAD = OpDef(
 )
 
 
+@memoizable
 @public
 def strided_slice(
     input_: TensorLike,
@@ -1615,6 +1626,7 @@ _GATHER = OpDef(
 )
 
 
+@memoizable
 @public
 def gather(
     params: TensorLike,
@@ -1851,6 +1863,7 @@ _EXPAND_DIMS = OpDef(
 )
 
 
+@memoizable
 @public
 def expand_dims(
     input: TensorLike,
@@ -1906,6 +1919,7 @@ _SQUEEZE = OpDef(
 )
 
 
+@memoizable
 @public
 def squeeze(
     input: TensorLike,
@@ -1987,6 +2001,7 @@ _TILE = OpDef(
 )
 
 
+@memoizable
 @public
 def tile(input: TensorLike, multiples: Any, name: str | None = None) -> Tensor:
     """``input`` repeated ``multiples[i]`` times along each dimension ``i``.
@@ -2139,6 +2154,7 @@ def _paddings_value(paddings: Any) -> Any:
     return np.array(rows, dtype=np.int32 if fits else np.int64).reshape(len(rows), 2)
 
 
+@memoizable
 @public
 def pad(
     tensor: TensorLike,
@@ -2214,6 +2230,7 @@ _REVERSE = OpDef(
 )
 
 
+@memoizable
 @public
 def reverse(tensor: TensorLike, axis: Any, name: str | None = None) -> Tensor:
     """``tensor`` with the order of the elements along each dimension in ``axis`` reversed.

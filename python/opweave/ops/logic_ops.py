@@ -16,7 +16,7 @@ from typing import Any
 
 from ..dtypes import REALS, bool_
 from ..framework import Operation, Shape, Tensor, format_shape, register_operator
-from ._op_def import OpDef, ShapeContext, broadcast_shape, op, public
+from ._op_def import OpDef, ShapeContext, broadcast_shape, memoizable, op, public
 from .math_ops import TensorLike, per_output_element, select_v2
 from .math_unary import logical_not
 
@@ -146,6 +146,7 @@ def where_indices(input: TensorLike, name: str | None = None) -> Tensor:
     ``[count, rank]`` tensor in row-major order (TensorFlow's Where op)."""
 
 
+@memoizable
 @public
 def where(
     condition: TensorLike,

@@ -47,6 +47,7 @@ from ._op_def import (
     broadcast_shapes,
     convert_to_tensor,
     executing_eagerly,
+    memoizable,
     op,
     public,
 )
@@ -292,6 +293,7 @@ _MAXIMUM = _binary_op("Maximum", REALS, _maximum_grad)
 _MINIMUM = _binary_op("Minimum", REALS, _minimum_grad)
 
 
+@memoizable
 @public
 def add(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
     """``x + y`` with NumPy broadcasting (same dtype required, as in TensorFlow).
@@ -312,12 +314,14 @@ def add(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
     return _ADD(x, y, name=name)  # type: ignore[no-any-return]
 
 
+@memoizable
 @public
 def subtract(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
     """``x - y`` with broadcasting."""
     return _SUB(x, y, name=name)  # type: ignore[no-any-return]
 
 
+@memoizable
 @public
 def multiply(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
     """``x * y`` with broadcasting."""
@@ -328,12 +332,14 @@ sub = subtract
 mul = multiply
 
 
+@memoizable
 @public
 def realdiv(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
     """``x / y`` for floating tensors."""
     return _REALDIV(x, y, name=name)  # type: ignore[no-any-return]
 
 
+@memoizable
 @public
 def floordiv(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
     """``floor(x / y)`` with broadcasting (Python's ``//``); integer division by zero is an
@@ -341,6 +347,7 @@ def floordiv(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
     return _FLOORDIV(x, y, name=name)  # type: ignore[no-any-return]
 
 
+@memoizable
 @public
 def div(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
     """TensorFlow 1's ``tf.div``: ``x / y`` with broadcasting, flooring for integers.
@@ -355,6 +362,7 @@ def div(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
     return floordiv(a, b, name=name or "div")
 
 
+@memoizable
 @public
 def truediv(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
     """``x / y`` as Python 3 divides: TensorFlow 1's ``tf.truediv``, what ``/`` on tensors does.
@@ -405,12 +413,14 @@ def truediv(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
 divide = truediv
 
 
+@memoizable
 @public
 def maximum(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
     """Element-wise maximum with broadcasting; NaN propagates."""
     return _MAXIMUM(x, y, name=name)  # type: ignore[no-any-return]
 
 
+@memoizable
 @public
 def minimum(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
     """Element-wise minimum with broadcasting; NaN propagates."""
@@ -459,6 +469,7 @@ _FLOORMOD = _binary_op("FloorMod", REALS, _floormod_grad, flops=4)
 _SQUARED_DIFFERENCE = _binary_op("SquaredDifference", FLOATS | INDEX, _squared_difference_grad, 2)
 
 
+@memoizable
 @public
 def pow(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
     """``x ** y`` element-wise with broadcasting (the ``**`` operator).
@@ -477,6 +488,7 @@ def pow(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
     return _POW(x, y, name=name)  # type: ignore[no-any-return]
 
 
+@memoizable
 @public
 def floormod(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
     """The remainder of floor division, with the divisor's sign, as Python's ``%`` (the ``%``
@@ -498,6 +510,7 @@ def floormod(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
 mod = floormod
 
 
+@memoizable
 @public
 def squared_difference(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
     """``(x - y) ** 2`` element-wise with broadcasting.
@@ -549,6 +562,7 @@ _CLIP_BY_VALUE = OpDef(
 )
 
 
+@memoizable
 @public
 def clip_by_value(
     t: TensorLike,
@@ -648,6 +662,7 @@ _TANH = _unary_op("Tanh", FLOATS, _tanh_grad)
 _SIGMOID = _unary_op("Sigmoid", FLOATS, _sigmoid_grad)
 
 
+@memoizable
 @public
 def negative(x: TensorLike, name: str | None = None) -> Tensor:
     """``-x``."""
@@ -657,18 +672,21 @@ def negative(x: TensorLike, name: str | None = None) -> Tensor:
 neg = negative
 
 
+@memoizable
 @public
 def exp(x: TensorLike, name: str | None = None) -> Tensor:
     """``e ** x`` (floating dtypes)."""
     return _EXP(x, name=name)  # type: ignore[no-any-return]
 
 
+@memoizable
 @public
 def tanh(x: TensorLike, name: str | None = None) -> Tensor:
     """Hyperbolic tangent (floating dtypes)."""
     return _TANH(x, name=name)  # type: ignore[no-any-return]
 
 
+@memoizable
 @public
 def sigmoid(x: TensorLike, name: str | None = None) -> Tensor:
     """``1 / (1 + e ** -x)`` (floating dtypes; no overflow for large ``|x|``)."""
@@ -811,6 +829,7 @@ def _max_min_reduce_grad(op_: Operation, grad: Tensor) -> list[Any]:
     return [_grad_util.max_min_reduce_grad(op_, grad), None]
 
 
+@memoizable
 @op("Sum", **_reduction(NUMBERS, _sum_grad))
 def reduce_sum(
     input_tensor: TensorLike,
@@ -835,6 +854,7 @@ def reduce_sum(
     )
 
 
+@memoizable
 @op("Mean", **_reduction(NUMBERS, _mean_grad))
 def reduce_mean(
     input_tensor: TensorLike,
@@ -850,6 +870,7 @@ def reduce_mean(
     )
 
 
+@memoizable
 @op("Max", **_reduction(REALS | {bool_}, _max_min_reduce_grad))
 def reduce_max(
     input_tensor: TensorLike,
@@ -865,6 +886,7 @@ def reduce_max(
     )
 
 
+@memoizable
 @op("Min", **_reduction(REALS | {bool_}, _max_min_reduce_grad))
 def reduce_min(
     input_tensor: TensorLike,
@@ -1184,6 +1206,7 @@ _GREATER = OpDef(
 )
 
 
+@memoizable
 @public
 def not_equal(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
     """``x != y`` element-wise, with broadcasting (a bool tensor; NaN differs from everything).
@@ -1199,6 +1222,7 @@ def not_equal(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
     return _NOT_EQUAL(x, y, name=name)  # type: ignore[no-any-return]
 
 
+@memoizable
 @public
 def less(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
     """``x < y`` element-wise, with broadcasting (a bool tensor; the ``<`` operator).
@@ -1211,6 +1235,7 @@ def less(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
     return _LESS(x, y, name=name)  # type: ignore[no-any-return]
 
 
+@memoizable
 @public
 def greater(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
     """``x > y`` element-wise, with broadcasting (a bool tensor; the ``>`` operator).
@@ -1223,12 +1248,14 @@ def greater(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
     return _GREATER(x, y, name=name)  # type: ignore[no-any-return]
 
 
+@memoizable
 @public
 def greater_equal(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
     """``x >= y`` element-wise, with broadcasting (a bool tensor)."""
     return _GREATER_EQUAL(x, y, name=name)  # type: ignore[no-any-return]
 
 
+@memoizable
 @public
 def equal(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
     """``x == y`` element-wise, with broadcasting (a bool tensor; strings compare as bytes)."""
@@ -1254,6 +1281,7 @@ _SELECT_V2 = OpDef(
 )
 
 
+@memoizable
 @public
 def select_v2(
     condition: TensorLike, x: TensorLike, y: TensorLike, name: str | None = None
@@ -1262,6 +1290,7 @@ def select_v2(
     return _SELECT_V2(condition, x, y, name=name)  # type: ignore[no-any-return]
 
 
+@memoizable
 @public
 def less_equal(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
     """``x <= y`` element-wise, with broadcasting (a bool tensor)."""

@@ -22,7 +22,15 @@ import numpy as np
 from ..dtypes import INDEX, REALS, DType, as_dtype, bool_, int16, int32, int64
 from ..framework import Operation, Shape, Tensor
 from . import _checks, _grad_util
-from ._op_def import Attr, ShapeContext, constant_value, executing_eagerly, op, public
+from ._op_def import (
+    Attr,
+    ShapeContext,
+    constant_value,
+    executing_eagerly,
+    memoizable,
+    op,
+    public,
+)
 from .math_ops import (
     TensorLike,
     _reduction,
@@ -109,6 +117,7 @@ def _dynamic_perm(x: Tensor, axes: Tensor) -> tuple[Any, Any, Any]:
     return perm, invert_permutation(perm), reduced
 
 
+@memoizable
 @op("Prod", **_reduction(REALS, _prod_grad))
 def reduce_prod(
     input_tensor: TensorLike,
@@ -133,6 +142,7 @@ def reduce_prod(
     )
 
 
+@memoizable
 @op("Any", **_reduction(None))
 def reduce_any(
     input_tensor: TensorLike,
@@ -154,6 +164,7 @@ def reduce_any(
     )
 
 
+@memoizable
 @op("All", **_reduction(None))
 def reduce_all(
     input_tensor: TensorLike,
@@ -299,6 +310,7 @@ _ARGMAX_TYPES = frozenset({int16, int32, int64})
 _ARGMIN_TYPES = frozenset({int32, int64})
 
 
+@memoizable
 @op("ArgMax", **_arg(_ARGMAX_TYPES))
 def argmax(
     input: TensorLike,
@@ -331,6 +343,7 @@ def argmax(
     )
 
 
+@memoizable
 @op("ArgMin", **_arg(_ARGMIN_TYPES))
 def argmin(
     input: TensorLike,

@@ -18,7 +18,7 @@ from typing import Any
 
 from ..dtypes import FLOATS, INTEGERS, DType, int8, int16, int32, int64
 from ..framework import Operation, Tensor, register_operator
-from ._op_def import convert_to_tensor, op
+from ._op_def import convert_to_tensor, memoizable, op
 from .math_ops import (
     TensorLike,
     multiply,
@@ -256,6 +256,7 @@ def ceil(x: TensorLike, name: str | None = None) -> Tensor:
 _ROUND = _unary(SIGNED)
 
 
+@memoizable
 @op("Round", **_ROUND)
 def round(x: TensorLike, name: str | None = None) -> Tensor:
     """Round half to even, as TensorFlow (``round(2.5)`` is 2, ``round(-0.5)`` is -0.0).

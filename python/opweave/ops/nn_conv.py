@@ -28,7 +28,7 @@ import numpy as np
 from ..dtypes import FLOATS, REALS
 from ..framework import Operation, Shape, Tensor
 from . import _checks
-from ._op_def import Attr, OpDef, ShapeContext, public
+from ._op_def import Attr, OpDef, ShapeContext, memoizable, public
 from .array_ops import shape as _shape_of
 
 __all__ = [
@@ -425,6 +425,7 @@ def _padding(padding: Any, data_format: Any, op_name: str) -> tuple[str, list[in
     return "EXPLICIT", flat
 
 
+@memoizable
 @public
 def conv2d(
     input: TensorLike,
@@ -987,6 +988,7 @@ def _value_or_input(value: Any, input: Any, op_name: str) -> Any:
     return x
 
 
+@memoizable
 @public
 def max_pool(
     value: TensorLike,
@@ -1015,6 +1017,7 @@ def max_pool(
     return _pool_call(_MAX_POOL, (x,), ksize, strides, padding, data_format, name)
 
 
+@memoizable
 @public
 def avg_pool(
     value: TensorLike,

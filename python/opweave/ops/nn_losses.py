@@ -23,7 +23,15 @@ from ..dtypes import FLOATS, INDEX
 from ..errors import InvalidArgumentError
 from ..framework import Operation, Shape, Tensor, name_scope
 from . import _checks
-from ._op_def import OpDef, ShapeContext, convert_to_tensor, executing_eagerly, op, public
+from ._op_def import (
+    OpDef,
+    ShapeContext,
+    convert_to_tensor,
+    executing_eagerly,
+    memoizable,
+    op,
+    public,
+)
 from .array_ops import cast, concat, expand_dims, rank, reshape, shape, stop_gradient, transpose
 from .math_ops import (
     add,
@@ -146,6 +154,7 @@ def _softmax_along(op_def: OpDef, fn: str, logits: Any, axis: Any, name: str | N
     return _swap_with_last(op_def(swapped), axis % rank_, rank_, name=name)
 
 
+@memoizable
 @public
 def softmax(
     logits: TensorLike, axis: int | None = None, name: str | None = None, dim: int | None = None
@@ -175,6 +184,7 @@ def softmax(
     return _softmax_along(_SOFTMAX, "softmax", logits, _axis_lookup(axis, dim, None), name)  # type: ignore[no-any-return]
 
 
+@memoizable
 @public
 def log_softmax(
     logits: TensorLike, axis: int | None = None, name: str | None = None, dim: int | None = None

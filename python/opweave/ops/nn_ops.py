@@ -27,6 +27,7 @@ from ._op_def import (
     ShapeContext,
     convert_to_tensor,
     executing_eagerly,
+    memoizable,
     op,
     public,
 )
@@ -275,6 +276,7 @@ _LEAKY_RELU = OpDef(
 )
 
 
+@memoizable
 @public
 def leaky_relu(features: TensorLike, alpha: float = 0.2, name: str | None = None) -> Tensor:
     """Leaky rectified linear: ``features`` where positive, else ``alpha * features``.
@@ -461,6 +463,7 @@ def _data_format(data_format: Any) -> str:
     raise ValueError("data_format must be of the form `N...C` or `NC...`")
 
 
+@memoizable
 @public
 def bias_add(
     value: TensorLike, bias: TensorLike, data_format: str | None = None, name: str | None = None
