@@ -23,7 +23,9 @@
 // GCC 12's intrinsics start many results from _mm512_undefined_*, which it reports as
 // (maybe-)uninitialized once inlined (GCC bug 105593, fixed in 12.3).
 #pragma GCC diagnostic push
+#if !defined(__clang__)  // a GCC-only warning: clang would warn of an unknown option
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #pragma GCC diagnostic ignored "-Wuninitialized"
 
 namespace opweave::vector_math::avx512 {
