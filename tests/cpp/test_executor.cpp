@@ -736,4 +736,39 @@ OPWEAVE_TEST(long_nodes_large_feeds_and_nodes_that_may_block_keep_the_run_on_the
   }
 }
 
+OPWEAVE_TEST(the_thread_that_readies_two_nodes_goes_on_along_the_longer_path) {
+  // a -> c (one node) and a -> b1 -> b2 -> b3; c comes first among a's successors. The thread
+  // that ran a must run b1 itself (the longer road ahead) and hand c to the pool: a critical path
+  // pushed to the pool could wait behind a worker busy with something else.
+  register_busy_kernels();
+  auto g = std::make_shared<Graph>();
+  const AttrValue us{std::int64_t{200}};
+  const int a = add(*g, "a", "TBusyExpensive", {}, {{"us", us}});
+  const int c = add(*g, "c", "TBusyExpensive", {{a, 0}}, {{"us", us}});
+  int prev = a;
+  for (int i = 1; i <= 3; ++i) {
+    prev = add(*g, "b" + std::to_string(i), "TBusyExpensive", {{prev, 0}}, {{"us", us}});
+  }
+  Executor ex(g);
+  ThreadPool pool(PoolOptions{2, "test-inter", 0, Affinity::kNone});
+  RunRequest req;
+  req.fetches.push_back({c, 0});  // not `= {...}`: GCC 12 warns wrongly (-Wnonnull) there
+  req.fetches.push_back({prev, 0});
+  req.inter_pool = &pool;
+  const auto compiled = ex.compiled({}, req.fetches, {});
+  std::map<std::string, int> height;
+  for (int i = 0; i < compiled->num_nodes(); ++i) {
+    height[compiled->node(i).def->name] = compiled->node(i).height;
+  }
+  OPWEAVE_CHECK(height.at("a") == 4 && height.at("b1") == 3 && height.at("c") == 1);
+  for (int run = 0; run < 20; ++run) {
+    StepStatsCollector stats;
+    req.observer = &stats;
+    ex.run(req);
+    std::map<std::string, long> thread_of;
+    for (const NodeExecStats& st : stats.take()) thread_of[st.node_name] = st.thread_id;
+    OPWEAVE_CHECK(thread_of.at("b1") == thread_of.at("a"));
+  }
+}
+
 OPWEAVE_TEST_MAIN()

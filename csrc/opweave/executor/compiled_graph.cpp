@@ -142,6 +142,12 @@ std::shared_ptr<CompiledGraph> CompiledGraph::build(const Graph& graph,
     g->successors_.insert(g->successors_.end(), succ[c].begin(), succ[c].end());
     g->nodes_[c]->succ_end = static_cast<int>(g->successors_.size());
   }
+  // Nodes are in topological order (successors have larger indices), so one backward pass.
+  for (std::size_t c = succ.size(); c-- > 0;) {
+    int below = 0;
+    for (int s : succ[c]) below = std::max(below, g->nodes_[static_cast<std::size_t>(s)]->height);
+    g->nodes_[c]->height = below + (g->nodes_[c]->hint == CostHint::kCheap ? 0 : 1);
+  }
   g->slot_readers_.assign(static_cast<std::size_t>(g->num_slots_), 0);
   for (const auto& node : g->nodes_) {
     for (int s : node->input_slots) ++g->slot_readers_[static_cast<std::size_t>(s)];

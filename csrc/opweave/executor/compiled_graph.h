@@ -30,6 +30,10 @@ struct CompiledNode {
   std::uint32_t sole_reader_inputs = 0;
   CostHint hint = CostHint::kMeasure;
   bool may_block = false;  // KernelDef::may_block
+  // The most nodes that are not cheap by nature on a path from this node to the end of the graph,
+  // itself included: of two successors that become ready together, the thread that made them
+  // ready runs the one with the longer road ahead and hands the other to the pool.
+  int height = 0;
   // Moving-average run time in ns. Relaxed loads/stores: concurrent runs may lose an update, which
   // only nudges a scheduling heuristic and never affects results.
   mutable std::atomic<std::int64_t> cost_ns{0};

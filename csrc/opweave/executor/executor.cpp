@@ -372,8 +372,9 @@ struct Executor::Run {
     }
   }
 
-  // Runs `stack` and whatever becomes ready from it: cheap successors inline, one expensive
-  // successor as a continuation when nothing cheap is left, the rest pushed to the pool.
+  // Runs `stack` and whatever becomes ready from it: cheap successors inline, the expensive
+  // successor with the longest path ahead (CompiledNode::height) as a continuation when nothing
+  // cheap is left, the rest pushed to the pool.
   //
   // `outstanding` counts lazily: it holds the nodes each thread was handed (its `published`
   // count) plus the nodes handed to the pool, not the exact number still to run. A thread keeps
@@ -412,6 +413,11 @@ struct Executor::Run {
         if (inline_mode || is_cheap(s)) {
           stack.push(s);
         } else if (continuation < 0) {
+          continuation = s;
+        } else if (g.node(s).height > g.node(continuation).height) {
+          // This thread goes on along the longer path (a critical path, e.g. a layer's input
+          // gradient beside its filter gradient): a pushed node may wait for a busy worker.
+          to_schedule.push_back(continuation);
           continuation = s;
         } else {
           to_schedule.push_back(s);
