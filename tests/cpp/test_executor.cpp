@@ -27,6 +27,13 @@ Tensor scalar(std::int64_t v) {
 
 std::int64_t value(const Tensor& t) { return t.data<std::int64_t>()[0]; }
 
+// Keeps the CPU busy for `d` (a kernel whose cost is known; sleeping would free the CPU).
+void busy_wait(std::chrono::microseconds d) {
+  const auto until = std::chrono::steady_clock::now() + d;
+  while (std::chrono::steady_clock::now() < until) {
+  }
+}
+
 std::atomic<int> g_add_calls{0};
 std::atomic<int> g_sleeps{0};
 
@@ -495,10 +502,7 @@ OPWEAVE_TEST(caller_thread_mode_meets_the_deadline_in_a_chain_of_cheap_nodes) {
   register_kernel("TBusy1ms", {[](const NodeDef&) -> Kernel {
                                  return [](KernelContext& ctx) {
                                    g_sleeps.fetch_add(1);
-                                   const auto until = std::chrono::steady_clock::now() +
-                                                      std::chrono::milliseconds(1);
-                                   while (std::chrono::steady_clock::now() < until) {
-                                   }
+                                   busy_wait(std::chrono::milliseconds(1));
                                    ctx.outputs[0] = scalar(0);
                                  };
                                },
@@ -546,10 +550,7 @@ OPWEAVE_TEST(independent_chains_of_cheap_nodes_are_shared_with_idle_workers) {
   register_kernel("TBusy2ms", {[](const NodeDef&) -> Kernel {
                                  return [](KernelContext& ctx) {
                                    g_sleeps.fetch_add(1);
-                                   const auto until = std::chrono::steady_clock::now() +
-                                                      std::chrono::milliseconds(2);
-                                   while (std::chrono::steady_clock::now() < until) {
-                                   }
+                                   busy_wait(std::chrono::milliseconds(2));
                                    ctx.outputs[0] = scalar(0);
                                  };
                                },
@@ -611,9 +612,7 @@ void register_busy_kernels() {
   auto make = [](const NodeDef& node) -> Kernel {
     const std::int64_t us = node.attr<std::int64_t>("us");
     return [us](KernelContext& ctx) {
-      const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(us);
-      while (std::chrono::steady_clock::now() < until) {
-      }
+      busy_wait(std::chrono::microseconds(us));
       ctx.outputs[0] = scalar(0);
     };
   };
