@@ -138,12 +138,15 @@ void conv2d_backprop_input(const T* dy, const T* f, T* dx, const ConvDims& d, Th
       g.batch = d.batch, g.height = d.out_h, g.width = d.out_w, g.channels = co_n;
       g.grid_h = (d.in_h - ph + d.stride_h - 1) / d.stride_h;
       g.grid_w = (d.in_w - pw + d.stride_w - 1) / d.stride_w;
+      // Taps from the last to the first, so that their offsets into dy grow: a row of the
+      // filter's taps then reads neighbouring pixels of dy, which conv_direct sums as one run
+      // (kw * channels steps) instead of one run per tap.
       std::vector<std::int64_t> khs, kws;
-      for (std::int64_t kh = 0; kh < d.k_h; ++kh) {
+      for (std::int64_t kh = d.k_h - 1; kh >= 0; --kh) {
         const std::int64_t v = ph + d.pad_top - kh * d.dil_h;
         if (floor_mod(v, d.stride_h) == 0) khs.push_back(kh), g.off_h.push_back(v / d.stride_h);
       }
-      for (std::int64_t kw = 0; kw < d.k_w; ++kw) {
+      for (std::int64_t kw = d.k_w - 1; kw >= 0; --kw) {
         const std::int64_t v = pw + d.pad_left - kw * d.dil_w;
         if (floor_mod(v, d.stride_w) == 0) kws.push_back(kw), g.off_w.push_back(v / d.stride_w);
       }
