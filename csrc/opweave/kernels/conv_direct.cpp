@@ -289,16 +289,20 @@ bool conv_direct(const PatchGeometry& g, const T* image, const T* b, std::int64_
               static_cast<int>(block_first[static_cast<std::size_t>(blk) + 1] - first);
           while (cls + 1 < classes.size() && classes[cls + 1].first_tile <= first) ++cls;
           const PixelClass& cl = classes[cls];
+          // The block's pixels: the p-th of the class is image p / (rows * cols), then its row
+          // and column members in order. One division for the block's first pixel, then a walk
+          // (for a one-channel first layer a tile is ~600 FMAs, and two divisions per pixel cost
+          // a tenth of it).
+          const std::int64_t p_first = (first - cl.first_tile) * mr;
+          const std::int64_t per_image = cl.rows * cl.cols;
+          std::int64_t img_n = p_first / per_image, rem = p_first % per_image;
+          std::int64_t ri = rem / cl.cols, ci = rem % cl.cols;
           for (int tt = 0; tt < ntiles; ++tt) {
-            const std::int64_t p0 = (first + tt - cl.first_tile) * mr;
+            const std::int64_t p0 = p_first + tt * mr;
             counts[tt] = static_cast<int>(std::min<std::int64_t>(mr, cl.count - p0));
-            // The tile's pixels: p-th of the class is image p / (rows * cols), then its row and
-            // column members in order.
             for (int i = 0; i < counts[tt]; ++i) {
-              const std::int64_t p = p0 + i, per_image = cl.rows * cl.cols;
-              const std::int64_t img_n = p / per_image, rem = p % per_image;
-              const std::int64_t gi = (*cl.row_members)[static_cast<std::size_t>(rem / cl.cols)];
-              const std::int64_t gj = (*cl.col_members)[static_cast<std::size_t>(rem % cl.cols)];
+              const std::int64_t gi = (*cl.row_members)[static_cast<std::size_t>(ri)];
+              const std::int64_t gj = (*cl.col_members)[static_cast<std::size_t>(ci)];
               // At the class's first tap (inside the image; a class without taps reads nothing).
               rows[tt][i] =
                   cl.tap.empty()
@@ -307,6 +311,10 @@ bool conv_direct(const PatchGeometry& g, const T* image, const T* b, std::int64_
                                  gj * g.stride_w + cl.first_w) *
                                     ch;
               c_rows[tt][i] = c + ((img_n * g.grid_h + gi) * g.grid_w + gj) * ldc;
+              if (++ci == cl.cols) {
+                ci = 0;
+                if (++ri == cl.rows) ri = 0, ++img_n;
+              }
             }
           }
           const std::int64_t nruns = static_cast<std::int64_t>(cl.tap.size());
@@ -314,36 +322,45 @@ bool conv_direct(const PatchGeometry& g, const T* image, const T* b, std::int64_
           const std::int64_t group =
               cl.len > 0 ? std::max<std::int64_t>(1, kGroupSteps / cl.len) : 1;
           b_run.resize(cl.tap.size());
+          RunsArgs<T> x;  // the fields every call of the block shares, set once
+          x.len = cl.len;
+          x.lda = 1;
+          x.ldb = nr;
           for (std::int64_t q = 0; q < panels; ++q) {
             for (std::size_t u = 0; u < cl.tap.size(); ++u) {
               b_run[u] = bpack + (q * taps + cl.tap[u]) * ch * nr;
             }
             const std::int64_t cols = std::min<std::int64_t>(nr, n - q * nr);
-            // Straight into C when the panel is whole and nothing follows; else through the
-            // tile, on which the epilogue then runs once (not once per scattered row).
-            const bool direct = cols == nr && !has_ep;
+            // Straight into C when the panel is whole (the epilogue then runs on each pixel's
+            // row while it is still in L1); a partial panel goes through the tile, since the
+            // kernel writes NR columns.
+            const bool direct = cols == nr;
             // A class without taps (every tap in the padding) still writes its zeros.
             for (std::int64_t u0 = 0; u0 < std::max<std::int64_t>(nruns, 1); u0 += group) {
+              x.a_off = cl.a_off.data() + u0;
+              x.b_run = b_run.data() + u0;
+              x.nruns = std::min(group, nruns - u0);
+              x.accumulate = u0 > 0;
               for (int tt = 0; tt < ntiles; ++tt) {
                 T* outs[16];
                 for (int i = 0; i < counts[tt]; ++i) {
                   outs[i] = direct ? c_rows[tt][i] + q * nr : tile[tt] + i * nr;
                 }
-                RunsArgs<T> x;
                 x.rows = counts[tt];
                 x.a_rows = rows[tt];
-                x.a_off = cl.a_off.data() + u0;
-                x.b_run = b_run.data() + u0;
-                x.nruns = std::min(group, nruns - u0);
-                x.len = cl.len;
-                x.lda = 1;
-                x.ldb = nr;
                 x.c_rows = outs;
-                x.accumulate = u0 > 0;
                 uk.fn_runs(x);
               }
             }
-            if (direct) continue;
+            if (direct) {
+              if (!has_ep) continue;
+              for (int tt = 0; tt < ntiles; ++tt) {
+                for (int i = 0; i < counts[tt]; ++i) {
+                  apply_epilogue(ep, 1, nr, q * nr, c_rows[tt][i] + q * nr, nr);
+                }
+              }
+              continue;
+            }
             for (int tt = 0; tt < ntiles; ++tt) {
               // The tile is final and still in L1: the epilogue now.
               if (has_ep) apply_epilogue(ep, counts[tt], cols, q * nr, tile[tt], nr);
