@@ -1,9 +1,10 @@
-// The row loops of max pooling's gradient where windows do not overlap (stride >= window, the
-// usual 2x2 / 2), compiled three times from this one source: pool_loops.cpp (baseline x86-64, or
-// any CPU), pool_loops_avx2.cpp and pool_loops_avx512.cpp. They only compare, select and copy, so
-// every build gives the same bits; the wider ones do 8 or 16 channels per instruction, where the
-// baseline's SSE does 4 (a 2x2 window of 32 channels is a handful of vectors, and the loop's
-// overhead per window is most of its cost). pool_ops.cpp picks the table once with cpu_info().
+// The row loops of max pooling, and of its gradient where windows do not overlap (stride >=
+// window, the usual 2x2 / 2), compiled three times from this one source: pool_loops.cpp (baseline
+// x86-64, or any CPU), pool_loops_avx2.cpp and pool_loops_avx512.cpp. They only compare, select and
+// copy, so every build gives the same bits; the wider ones do 8 or 16 channels per instruction,
+// where the baseline's SSE does 4 (a 2x2 window of 32 channels is a handful of vectors, and the
+// loop's overhead per window is most of its cost). pool_ops.cpp picks the table once with
+// cpu_info().
 #pragma once
 
 #include <cstdint>
@@ -19,10 +20,14 @@ struct Row {
   std::int64_t out_w = 0, k_w = 1, stride_w = 1, pad_left = 0;
   const T* dy = nullptr;  // the row's output gradients, out_w x channels
   T* dx = nullptr;        // image n's input gradient
+  T* y = nullptr;         // max_pool_row: the row's outputs, out_w x channels
 };
 
 template <typename T>
 struct Table {
+  // For each window of the row: y = the running maximum from the lowest value that only a greater
+  // cell replaces (NaN cells skipped, as TensorFlow's CPU kernel).
+  void (*max_pool_row)(const Row<T>& row);
   // For each window of the row: dx = 0 + dy at the cell TensorFlow picks (the first maximum in
   // row-major order; NaN only when it comes first), 0 at its other cells.
   void (*max_grad_disjoint_row)(const Row<T>& row);
@@ -41,62 +46,151 @@ Table<double> table_avx512_f64();
 
 #if defined(OPWEAVE_POOL_LOOPS_IMPL)
 #include <algorithm>
+#include <cstring>
+#include <limits>
+#include <type_traits>
 
 #include "opweave/kernels/vector_math.h"
 
 namespace opweave::pool_loops {
 namespace {
 
-// Channels per block: the block's maximum and chosen cell stay in local arrays (registers).
-constexpr std::int64_t kBlock = 64;
+// The forward loop takes 64 bytes of channels at a time as one GCC/clang vector (a zmm, two ymm
+// or four xmm, as the build allows), so a window's maximum stays in registers across its cells
+// (plain loops over a local array kept it in memory, loaded and stored per cell).
+// The vector width of this build.
+#if defined(__AVX512F__)
+constexpr int kVectorBytes = 64;
+#elif defined(__AVX2__)
+constexpr int kVectorBytes = 32;
+#else
+constexpr int kVectorBytes = 16;
+#endif
+
+// Channels as one GCC/clang vector of the build's width: a window's running maximum and chosen
+// cell stay in registers across its cells (plain loops over local arrays kept them in memory,
+// loaded and stored for every cell).
+template <typename T>
+struct Lanes {
+  typedef T V __attribute__((vector_size(kVectorBytes)));
+  typedef std::conditional_t<sizeof(T) == 8, std::int64_t, std::int32_t> M
+      __attribute__((vector_size(kVectorBytes)));
+  static constexpr std::int64_t kCount = kVectorBytes / sizeof(T);
+  static V load(const T* p) {
+    V v;
+    std::memcpy(&v, p, sizeof(V));
+    return v;
+  }
+  static void store(T* p, V v) { std::memcpy(p, &v, sizeof(V)); }
+  static V splat(T value) {
+    V v = {};
+    return v + value;
+  }
+};
 
 template <typename T>
-void max_grad_disjoint_row(const Row<T>& r) {
+void max_pool_row(const Row<T>& r) {
+  using L = Lanes<T>;
+  using V = typename L::V;
+  using M = typename L::M;
   const std::int64_t c_n = r.channels, row = r.width * c_n;
-  // Locals, not heap vectors: the compiler knows they alias neither x nor dx, and keeps the
-  // channel loops vectorised.
-  T best[kBlock];
-  T pick[kBlock];  // the chosen cell's index in the window, exact in T
+  const V lowest = L::splat(std::numeric_limits<T>::lowest());
   for (std::int64_t ow = 0; ow < r.out_w; ++ow) {
     const std::int64_t ws = ow * r.stride_w - r.pad_left;
     const std::int64_t w0 = std::max<std::int64_t>(ws, 0), w1 = std::min(ws + r.k_w, r.width);
-    if (w0 >= w1 || r.h0 >= r.h1) continue;
-    for (std::int64_t c0 = 0; c0 < c_n; c0 += kBlock) {
-      const std::int64_t cb = std::min(kBlock, c_n - c0);
-      const T* g = r.dy + ow * c_n + c0;
-      const T* first = r.x + r.h0 * row + w0 * c_n + c0;
-      for (std::int64_t c = 0; c < cb; ++c) best[c] = first[c], pick[c] = T(0);
-      T at = 0;
+    T* y = r.y + ow * c_n;
+    std::int64_t c = 0;
+    for (; c + L::kCount <= c_n; c += L::kCount) {
+      V best = lowest;
       for (std::int64_t h = r.h0; h < r.h1; ++h) {
-        for (std::int64_t w = h == r.h0 ? w0 + 1 : w0; w < w1; ++w) {
-          at += 1;
-          const T* xp = r.x + h * row + w * c_n + c0;
-          for (std::int64_t c = 0; c < cb; ++c) {
-            // A greater cell replaces the best (so ties and NaN keep the earlier one).
-            const bool greater = best[c] < xp[c];
-            best[c] = vector_math::select<T>(greater, xp[c], best[c]);
-            pick[c] = vector_math::select<T>(greater, at, pick[c]);
-          }
+        for (std::int64_t w = w0; w < w1; ++w) {
+          const V v = L::load(r.x + h * row + w * c_n + c);
+          const M greater = best < v;  // false for a NaN cell, which is skipped
+          best = greater ? v : best;
         }
       }
-      T here = 0;
+      L::store(y + c, best);
+    }
+    for (; c < c_n; ++c) {
+      T best = std::numeric_limits<T>::lowest();
       for (std::int64_t h = r.h0; h < r.h1; ++h) {
-        for (std::int64_t w = w0; w < w1; ++w, here += 1) {
-          T* out = r.dx + h * row + w * c_n + c0;
-          // 0 + g: TensorFlow adds into zeros, so a -0 gradient gives +0. Bit-mask selects: GCC
-          // keeps ?: on floats a branch, which mispredicts on every other window.
-          for (std::int64_t c = 0; c < cb; ++c) {
-            out[c] = vector_math::select<T>(pick[c] == here, T(0) + g[c], T(0));
-          }
+        for (std::int64_t w = w0; w < w1; ++w) {
+          const T v = r.x[h * row + w * c_n + c];
+          best = vector_math::select<T>(best < v, v, best);
         }
+      }
+      y[c] = best;
+    }
+  }
+}
+
+// The gradient of one window for channels [c, c + count) of a row: vectors of L::kCount, or
+// single channels (the remainder). A greater cell replaces the best (so ties and NaN keep the
+// earlier one); the chosen cell gets 0 + dy (TensorFlow adds into zeros, so a -0 gradient gives
+// +0), the others 0.
+template <typename T>
+void max_grad_window(const Row<T>& r, std::int64_t w0, std::int64_t w1, const T* g, std::int64_t c,
+                     std::int64_t end) {
+  using L = Lanes<T>;
+  using V = typename L::V;
+  using M = typename L::M;
+  const std::int64_t c_n = r.channels, row = r.width * c_n;
+  for (; c + L::kCount <= end; c += L::kCount) {
+    V best = L::load(r.x + r.h0 * row + w0 * c_n + c);
+    V pick = {};  // the chosen cell's index in the window, exact in T
+    T at = 0;
+    for (std::int64_t h = r.h0; h < r.h1; ++h) {
+      for (std::int64_t w = h == r.h0 ? w0 + 1 : w0; w < w1; ++w) {
+        at += 1;
+        const V v = L::load(r.x + h * row + w * c_n + c);
+        const M greater = best < v;
+        best = greater ? v : best;
+        pick = greater ? L::splat(at) : pick;
+      }
+    }
+    const V zero = {};
+    const V grad = zero + L::load(g + c);
+    T here = 0;
+    for (std::int64_t h = r.h0; h < r.h1; ++h) {
+      for (std::int64_t w = w0; w < w1; ++w, here += 1) {
+        const M chosen = pick == here;
+        L::store(r.dx + h * row + w * c_n + c, chosen ? grad : zero);
+      }
+    }
+  }
+  for (; c < end; ++c) {
+    T best = r.x[r.h0 * row + w0 * c_n + c], pick = 0, at = 0;
+    for (std::int64_t h = r.h0; h < r.h1; ++h) {
+      for (std::int64_t w = h == r.h0 ? w0 + 1 : w0; w < w1; ++w) {
+        at += 1;
+        const bool greater = best < r.x[h * row + w * c_n + c];
+        best = vector_math::select<T>(greater, r.x[h * row + w * c_n + c], best);
+        pick = vector_math::select<T>(greater, at, pick);
+      }
+    }
+    T here = 0;
+    for (std::int64_t h = r.h0; h < r.h1; ++h) {
+      for (std::int64_t w = w0; w < w1; ++w, here += 1) {
+        r.dx[h * row + w * c_n + c] = vector_math::select<T>(pick == here, T(0) + g[c], T(0));
       }
     }
   }
 }
 
 template <typename T>
+void max_grad_disjoint_row(const Row<T>& r) {
+  const std::int64_t c_n = r.channels;
+  for (std::int64_t ow = 0; ow < r.out_w; ++ow) {
+    const std::int64_t ws = ow * r.stride_w - r.pad_left;
+    const std::int64_t w0 = std::max<std::int64_t>(ws, 0), w1 = std::min(ws + r.k_w, r.width);
+    if (w0 >= w1 || r.h0 >= r.h1) continue;
+    max_grad_window(r, w0, w1, r.dy + ow * c_n, 0, c_n);
+  }
+}
+
+template <typename T>
 Table<T> make_table() {
-  return {&max_grad_disjoint_row<T>};
+  return {&max_pool_row<T>, &max_grad_disjoint_row<T>};
 }
 
 }  // namespace

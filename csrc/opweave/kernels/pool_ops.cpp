@@ -54,6 +54,39 @@ PoolDims pool_dims(const NodeDef& node, const WindowAttrs& a, const Shape& in) {
 }
 
 template <typename T>
+pool_loops::Table<T> select_pool_table() {
+#if defined(OPWEAVE_X86_64)
+  const IsaFlags isa = isa_flags();
+  if (isa.can_run_avx512_files()) {
+    if constexpr (std::is_same_v<T, float>) return pool_loops::table_avx512_f32();
+    if constexpr (std::is_same_v<T, double>) return pool_loops::table_avx512_f64();
+  }
+  if (isa.can_run_avx2_files()) {
+    if constexpr (std::is_same_v<T, float>) return pool_loops::table_avx2_f32();
+    if constexpr (std::is_same_v<T, double>) return pool_loops::table_avx2_f64();
+  }
+#endif
+  if constexpr (std::is_same_v<T, float>) {
+    return pool_loops::table_baseline_f32();
+  } else {
+    return pool_loops::table_baseline_f64();
+  }
+}
+
+// Chosen at load time, not on first use: see fork_guard.h.
+const pool_loops::Table<float> g_pool_f32 = select_pool_table<float>();
+const pool_loops::Table<double> g_pool_f64 = select_pool_table<double>();
+
+template <typename T>
+const pool_loops::Table<T>& pool_table() {
+  if constexpr (std::is_same_v<T, float>) {
+    return g_pool_f32;
+  } else {
+    return g_pool_f64;
+  }
+}
+
+template <typename T>
 void max_pool(const T* x, T* y, const PoolDims& d, ThreadPool* pool) {
   const std::int64_t c_n = d.channels;
   parallel_for(
@@ -61,6 +94,17 @@ void max_pool(const T* x, T* y, const PoolDims& d, ThreadPool* pool) {
       [&](std::int64_t r0, std::int64_t r1) {
         for (std::int64_t r = r0; r < r1; ++r) {
           const std::int64_t n = r / d.out_h, oh = r % d.out_h;
+          if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+            std::int64_t h0, h1, w0, w1;
+            d.window(oh, 0, &h0, &h1, &w0, &w1);
+            pool_loops::Row<T> pr;
+            pr.x = x + n * d.in_h * d.in_w * c_n;
+            pr.width = d.in_w, pr.channels = c_n, pr.h0 = h0, pr.h1 = h1;
+            pr.out_w = d.out_w, pr.k_w = d.k_w, pr.stride_w = d.stride_w, pr.pad_left = d.pad_left;
+            pr.y = y + r * d.out_w * c_n;
+            pool_table<T>().max_pool_row(pr);
+            continue;
+          }
           for (std::int64_t ow = 0; ow < d.out_w; ++ow) {
             T* yp = y + (r * d.out_w + ow) * c_n;
             std::int64_t h0, h1, w0, w1;
@@ -159,39 +203,6 @@ void max_pool_grad_with(const T* x, const T* dy, T* dx, const PoolDims& d, Threa
         }
       },
       static_cast<double>(d.out_h * d.out_w * d.k_h * d.k_w * kChannelBlock));
-}
-
-template <typename T>
-pool_loops::Table<T> select_pool_table() {
-#if defined(OPWEAVE_X86_64)
-  const IsaFlags isa = isa_flags();
-  if (isa.can_run_avx512_files()) {
-    if constexpr (std::is_same_v<T, float>) return pool_loops::table_avx512_f32();
-    if constexpr (std::is_same_v<T, double>) return pool_loops::table_avx512_f64();
-  }
-  if (isa.can_run_avx2_files()) {
-    if constexpr (std::is_same_v<T, float>) return pool_loops::table_avx2_f32();
-    if constexpr (std::is_same_v<T, double>) return pool_loops::table_avx2_f64();
-  }
-#endif
-  if constexpr (std::is_same_v<T, float>) {
-    return pool_loops::table_baseline_f32();
-  } else {
-    return pool_loops::table_baseline_f64();
-  }
-}
-
-// Chosen at load time, not on first use: see fork_guard.h.
-const pool_loops::Table<float> g_pool_f32 = select_pool_table<float>();
-const pool_loops::Table<double> g_pool_f64 = select_pool_table<double>();
-
-template <typename T>
-const pool_loops::Table<T>& pool_table() {
-  if constexpr (std::is_same_v<T, float>) {
-    return g_pool_f32;
-  } else {
-    return g_pool_f64;
-  }
 }
 
 // Windows that do not overlap (stride >= window, the usual 2x2 / 2 pooling): every input cell is in
