@@ -2,9 +2,11 @@
 // the kernel computes exactly the documented FMA chain in every mode and row count, and the
 // convolutions agree with the patch GEMM (gemm_sourced over a PatchSource) on geometries with
 // strides, dilations, padding on every side and ragged channel counts, with the same bits for
-// pools of 1, 2, 3 and 8 threads.
+// pools of 1, 2, 3 and 8 threads; a fused bias / activation epilogue gives the bits of the
+// convolution followed by apply_epilogue.
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <random>
 #include <vector>
@@ -49,7 +51,7 @@ std::vector<MicroKernel<T>> runs_kernels() {
 // operations in the same order, so the same bits.
 template <typename T>
 void check_runs_kernel(const MicroKernel<T>& uk, int rows, bool indirect, bool packed,
-                       bool row_pointers_out, bool accumulate) {
+                       bool row_pointers_out, bool accumulate, bool epilogue) {
   const int nr = uk.nr;
   const std::int64_t nruns = 5, len = packed ? 9 : 7;
   const std::int64_t lda = packed ? 1 : (indirect ? 3 : 11), ldb = packed ? nr : nr + 5;
@@ -72,6 +74,10 @@ void check_runs_kernel(const MicroKernel<T>& uk, int rows, bool indirect, bool p
   auto out_row = [&](int i) {
     return row_pointers_out ? c_rows[static_cast<std::size_t>(i)] : c.data() + i * ldc;
   };
+  // The fused epilogue's bias: a NaN lane, and a large negative one that ReLU must zero.
+  std::vector<T> bias = random_values<T>(static_cast<std::size_t>(nr), 4);
+  bias[1] = std::numeric_limits<T>::quiet_NaN();
+  bias[2] = T(-100);
   std::vector<T> want(static_cast<std::size_t>(rows * nr));
   for (int i = 0; i < rows; ++i) {
     for (int j = 0; j < nr; ++j) {
@@ -83,7 +89,12 @@ void check_runs_kernel(const MicroKernel<T>& uk, int rows, bool indirect, bool p
           acc = std::fma(av, b_run[static_cast<std::size_t>(r)][p * ldb + j], acc);
         }
       }
-      want[static_cast<std::size_t>(i * nr + j)] = accumulate ? out_row(i)[j] + acc : acc;
+      T value = accumulate ? out_row(i)[j] + acc : acc;
+      if (epilogue) {
+        value = value + bias[static_cast<std::size_t>(j)];
+        value = value < T(0) ? T(0) : value;  // apply_epilogue's ReLU
+      }
+      want[static_cast<std::size_t>(i * nr + j)] = value;
     }
   }
   RunsArgs<T> x;
@@ -100,6 +111,8 @@ void check_runs_kernel(const MicroKernel<T>& uk, int rows, bool indirect, bool p
   x.ldc = ldc;
   x.c_rows = row_pointers_out ? c_rows.data() : nullptr;
   x.accumulate = accumulate;
+  x.bias = epilogue ? bias.data() : nullptr;
+  x.relu = epilogue;
   uk.fn_runs(x);
   for (int i = 0; i < rows; ++i) {
     OPWEAVE_CHECK(std::memcmp(out_row(i), want.data() + i * nr, sizeof(T) * nr) == 0);
@@ -116,7 +129,9 @@ void check_every_runs_kernel() {
           if (packed && !indirect) continue;  // the packed steps are the forward's, indirect
           for (const bool row_pointers : {true, false}) {
             for (const bool accumulate : {false, true}) {
-              check_runs_kernel(uk, rows, indirect, packed, row_pointers, accumulate);
+              for (const bool epilogue : {false, true}) {
+                check_runs_kernel(uk, rows, indirect, packed, row_pointers, accumulate, epilogue);
+              }
             }
           }
         }
@@ -207,7 +222,45 @@ void check_conv_direct() {
   }
 }
 
+// A fused epilogue (bias with ReLU in the kernel's registers, other activations after it, a
+// ragged last panel through the tile) gives the bits of the plain convolution followed by
+// apply_epilogue.
+template <typename T>
+void check_conv_direct_epilogue() {
+  ThreadPool pool(PoolOptions{1, "test"});
+  for (const Case& cs : cases()) {
+    const PatchGeometry g = geometry(cs);
+    const std::int64_t m = g.rows(), k = g.cols(), n = cs.out_c;
+    const auto image = random_values<T>(
+        static_cast<std::size_t>(cs.batch * cs.height * cs.width * cs.channels), 5);
+    const auto filter = random_values<T>(static_cast<std::size_t>(k * n), 6);
+    auto bias = random_values<T>(static_cast<std::size_t>(n), 8);
+    bias[0] = std::numeric_limits<T>::quiet_NaN();
+    for (const Activation act : {Activation::kNone, Activation::kRelu, Activation::kRelu6}) {
+      for (const bool with_bias : {true, false}) {
+        Epilogue<T> ep;
+        ep.bias = with_bias ? bias.data() : nullptr;
+        ep.activation = act;
+        if (ep.empty()) continue;
+        std::vector<T> want(static_cast<std::size_t>(m * n)), got(want.size());
+        if (!conv_direct<T>(g, image.data(), filter.data(), n, want.data(), n, &pool)) continue;
+        apply_epilogue(ep, m, n, 0, want.data(), n);
+        OPWEAVE_CHECK(conv_direct<T>(g, image.data(), filter.data(), n, got.data(), n, &pool, ep));
+        OPWEAVE_CHECK(std::memcmp(got.data(), want.data(), sizeof(T) * want.size()) == 0);
+      }
+    }
+  }
+}
+
 }  // namespace
+
+OPWEAVE_TEST(a_fused_epilogue_gives_the_bits_of_the_convolution_then_the_epilogue_float32) {
+  check_conv_direct_epilogue<float>();
+}
+
+OPWEAVE_TEST(a_fused_epilogue_gives_the_bits_of_the_convolution_then_the_epilogue_float64) {
+  check_conv_direct_epilogue<double>();
+}
 
 OPWEAVE_TEST(the_runs_kernel_of_every_isa_computes_its_documented_chain_float32) {
   check_every_runs_kernel<float>();

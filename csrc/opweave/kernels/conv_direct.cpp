@@ -274,6 +274,10 @@ bool conv_direct(const PatchGeometry& g, const T* image, const T* b, std::int64_
   block_first.push_back(tiles);
   const std::int64_t blocks = static_cast<std::int64_t>(block_first.size()) - 1;
   const bool has_ep = !ep.empty();
+  // Bias and ReLU (a conv layer's usual epilogue) run in the kernel's registers on the last group
+  // of runs; other activations on each pixel's row of C after it.
+  const bool ep_in_kernel =
+      ep.activation == Activation::kNone || ep.activation == Activation::kRelu;
   parallel_for(
       pool, 0, blocks, 1,
       [&](std::int64_t k0, std::int64_t k1) {
@@ -341,6 +345,10 @@ bool conv_direct(const PatchGeometry& g, const T* image, const T* b, std::int64_
               x.b_run = b_run.data() + u0;
               x.nruns = std::min(group, nruns - u0);
               x.accumulate = u0 > 0;
+              const bool last = u0 + group >= nruns;
+              x.bias =
+                  direct && ep_in_kernel && last && ep.bias != nullptr ? ep.bias + q * nr : nullptr;
+              x.relu = direct && ep_in_kernel && last && ep.activation == Activation::kRelu;
               for (int tt = 0; tt < ntiles; ++tt) {
                 T* outs[16];
                 for (int i = 0; i < counts[tt]; ++i) {
@@ -353,7 +361,7 @@ bool conv_direct(const PatchGeometry& g, const T* image, const T* b, std::int64_
               }
             }
             if (direct) {
-              if (!has_ep) continue;
+              if (!has_ep || ep_in_kernel) continue;
               for (int tt = 0; tt < ntiles; ++tt) {
                 for (int i = 0; i < counts[tt]; ++i) {
                   apply_epilogue(ep, 1, nr, q * nr, c_rows[tt][i] + q * nr, nr);

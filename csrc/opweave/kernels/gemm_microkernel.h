@@ -36,7 +36,9 @@ using MicroKernelGemvFn = void (*)(int m, std::int64_t cols, std::int64_t kc, co
 // p < len of A(i, r, p) * B(r, p, j), A(i, r, p) = row_i[a_off[r] + p * lda] with row_i =
 // a_rows[i] (rows pointers) or a_base + i (when a_rows is null), B(r, p, j) = b_run[r][p * ldb + j]
 // (NR readable values per step), C's rows at c_rows[i], or c + i * ldc when c_rows is null.
-// 1 <= rows <= MR.
+// 1 <= rows <= MR. Then, in registers before the store: + bias[j] when bias is set (NR values),
+// then ReLU when relu is set (x < 0 ? 0 : x, so -0 and NaN pass): a convolution's fused epilogue,
+// the same operations as apply_epilogue (gemm.h), so the same bits.
 template <typename T>
 struct RunsArgs {
   int rows = 0;
@@ -49,6 +51,8 @@ struct RunsArgs {
   std::int64_t ldc = 0;
   T* const* c_rows = nullptr;
   bool accumulate = false;
+  const T* bias = nullptr;
+  bool relu = false;
 };
 
 template <typename T>

@@ -125,6 +125,8 @@ struct SimdF32 {
   static void store(T* p, V v, Mask m) { _mm256_maskstore_ps(p, m, v); }
   static V fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
   static V add(V a, V b) { return _mm256_add_ps(a, b); }
+  // max(0, v) keeps its second operand when either is NaN, and 0 > -0 is false: v < 0 ? 0 : v.
+  static V relu(V v) { return _mm256_max_ps(zero(), v); }
   static Mask mask(int lanes) {
     return _mm256_cmpgt_epi32(_mm256_set1_epi32(lanes), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
   }
@@ -144,6 +146,8 @@ struct SimdF64 {
   static void store(T* p, V v, Mask m) { _mm256_maskstore_pd(p, m, v); }
   static V fma(V a, V b, V c) { return _mm256_fmadd_pd(a, b, c); }
   static V add(V a, V b) { return _mm256_add_pd(a, b); }
+  // max(0, v) keeps its second operand when either is NaN, and 0 > -0 is false: v < 0 ? 0 : v.
+  static V relu(V v) { return _mm256_max_pd(zero(), v); }
   static Mask mask(int lanes) {
     return _mm256_cmpgt_epi64(_mm256_set1_epi64x(lanes), _mm256_setr_epi64x(0, 1, 2, 3));
   }

@@ -155,6 +155,9 @@ struct SimdF32 {
   static void store(T* p, V v, Mask m) { _mm512_mask_storeu_ps(p, m, v); }
   static V fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
   static V add(V a, V b) { return _mm512_add_ps(a, b); }
+  // max(0, v) keeps its second operand when either is NaN, and 0 > -0 is false: v < 0 ? 0 : v.
+  // (The maskz form: GCC 12 warns of the plain one's _mm512_undefined_ps, its bug 105593.)
+  static V relu(V v) { return _mm512_maskz_max_ps(static_cast<Mask>(-1), zero(), v); }
   static Mask mask(int lanes) { return static_cast<Mask>((1u << lanes) - 1u); }
 };
 
@@ -172,6 +175,8 @@ struct SimdF64 {
   static void store(T* p, V v, Mask m) { _mm512_mask_storeu_pd(p, m, v); }
   static V fma(V a, V b, V c) { return _mm512_fmadd_pd(a, b, c); }
   static V add(V a, V b) { return _mm512_add_pd(a, b); }
+  // max(0, v) keeps its second operand when either is NaN, and 0 > -0 is false: v < 0 ? 0 : v.
+  static V relu(V v) { return _mm512_maskz_max_pd(static_cast<Mask>(-1), zero(), v); }
   static Mask mask(int lanes) { return static_cast<Mask>((1u << lanes) - 1u); }
 };
 

@@ -11,7 +11,8 @@
 //   C's row i at c_rows[i], or c + i * ldc     (the pixels of a tile need not be neighbours)
 //
 // Each element is one FMA chain over the runs in order (acc = 0, acc = fma(A, B, acc)), then
-// C = acc or C = C + acc: the same chain whichever thread computes the tile.
+// C = acc or C = C + acc (then + bias, then ReLU, when asked): the same chain whichever thread
+// computes the tile.
 #pragma once
 
 #include <cstdint>
@@ -60,6 +61,14 @@ inline void tile(const RunsArgs<typename S::T>& x) {
     if (x.accumulate) {
       lo[i] = S::add(S::load(row), lo[i]);
       hi[i] = S::add(S::load(row + kL), hi[i]);
+    }
+    if (x.bias != nullptr) {
+      lo[i] = S::add(lo[i], S::load(x.bias));
+      hi[i] = S::add(hi[i], S::load(x.bias + kL));
+    }
+    if (x.relu) {
+      lo[i] = S::relu(lo[i]);
+      hi[i] = S::relu(hi[i]);
     }
     S::store(row, lo[i]);
     S::store(row + kL, hi[i]);
