@@ -335,9 +335,9 @@ bool conv_direct(const PatchGeometry& g, const T* image, const T* b, std::int64_
               b_run[u] = bpack + (q * taps + cl.tap[u]) * ch * nr;
             }
             const std::int64_t cols = std::min<std::int64_t>(nr, n - q * nr);
-            // Straight into C when the panel is whole (the epilogue then runs on each pixel's
-            // row while it is still in L1); a partial panel goes through the tile, since the
-            // kernel writes NR columns.
+            // Straight into C when the panel is whole (the epilogue in the kernel's registers,
+            // or on each pixel's row while it is still in L1); a partial panel goes through the
+            // tile, since the kernel writes NR columns.
             const bool direct = cols == nr;
             // A class without taps (every tap in the padding) still writes its zeros.
             for (std::int64_t u0 = 0; u0 < std::max<std::int64_t>(nruns, 1); u0 += group) {
