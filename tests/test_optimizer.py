@@ -880,6 +880,51 @@ def test_conv_layers_fuse_into_one_node_each_with_the_unfused_bits(dtype: Any) -
         np.testing.assert_array_equal(results[0][1], other[1])
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("window", [(2, 2), (3, 2)])  # disjoint windows, and overlapping ones
+def test_the_gradient_of_relu_then_max_pool_fuses_with_the_unfused_bits(
+    dtype: Any, window: tuple[int, int]
+) -> None:
+    # ReluGrad(MaxPoolGrad(h, pooled, dy), h) -> one _FusedMaxPoolGrad: the chosen cell of each
+    # window keeps its gradient only where h > 0. Values with zeros, negatives, ties and NaN.
+    ksize, stride = window
+    rng = np.random.default_rng(9)
+    with ow.Graph().as_default() as g:
+        x = ow.placeholder(dtype, shape=(None, 7, 6, 5), name="x")
+        dy = ow.placeholder(dtype, name="dy")
+        h = ow.nn.relu(x, name="act")
+        p = ow.nn.max_pool(h, [1, ksize, ksize, 1], [1, stride, stride, 1], "SAME", name="pool")
+        (gx,) = ow.gradients(p, [x], grad_ys=dy)
+        other = ow.nn.max_pool(x, [1, 2, 2, 1], [1, 2, 2, 1], "VALID", name="pool_x")
+        (gx_other,) = ow.gradients(other, [x], grad_ys=ow.ones_like(other))
+    xv = rng.integers(-2, 3, (3, 7, 6, 5)).astype(dtype)  # zeros and ties
+    xv[0, 0, 0, :] = np.nan
+    xv[1, 2, 3, 1] = -0.0
+    out_h, out_w = -(-7 // stride), -(-6 // stride)
+    dyv = rng.uniform(-1, 1, (3, out_h, out_w, 5)).astype(dtype)
+    dyv.flat[::7] = -0.0
+    results = []
+    for cfg in (config(), config(remapping=ow.RewriterConfig.OFF), l0()):
+        with ow.Session(graph=g, config=cfg) as sess:
+            (got, got_other), meta = traced(sess, [gx, gx_other], {x: xv, dy: dyv})
+            results.append((got, got_other))
+            ops = {n: d["op"] for n, d in graph_nodes(meta).items()}
+            if len(results) == 1:
+                (fused,) = [n for n, op in ops.items() if op == "_FusedMaxPoolGrad"]
+                assert sorted(ran(meta)[fused].original_nodes) == sorted(
+                    [fused, "gradients/pool_grad/MaxPoolGrad"]
+                )
+                # A MaxPoolGrad with no ReluGrad after it stays as it is.
+                assert "MaxPoolGrad" in ops.values()
+            else:
+                assert "_FusedMaxPoolGrad" not in ops.values()
+    for got, got_other in results[1:]:
+        assert got.tobytes() == results[0][0].tobytes()
+        assert got_other.tobytes() == results[0][1].tobytes()
+    # Some chosen cells were <= 0 (zeroed by the fused step) and some kept their gradient.
+    assert (results[0][0] != 0).any() and (results[0][0] == 0).sum() > xv.size // 2
+
+
 def test_a_conv_fused_into_its_activation_names_itself_in_errors() -> None:
     with ow.Graph().as_default() as g:
         x = ow.placeholder(ow.float32, shape=(None, 6, 6, None), name="x")

@@ -1,8 +1,10 @@
 // The pooling row loops (pool_loops.h) give the same bits in every build the CPU can run
 // (baseline, AVX2, AVX-512), and the bits of a plain reference loop: max pooling and its
-// gradient over disjoint windows, on rows whose channel counts are and are not multiples of the
-// vector widths, with windows clipped by padding, and values with NaN, infinities, signed zeros
-// and ties (the first maximum in row-major order wins; a NaN cell only when it comes first).
+// gradient over disjoint windows (alone, and with ReluGrad fused after it), on rows whose channel
+// counts are and are not multiples of the vector widths, with windows clipped by padding, and
+// values with NaN, infinities, signed zeros and ties (the first maximum in row-major order wins; a
+// NaN cell only when it comes first).
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -87,7 +89,7 @@ void check_type() {
           r.dy = dy.data();
           // The reference: a running maximum per channel.
           std::vector<T> want_y(static_cast<std::size_t>(r.out_w * channels));
-          std::vector<T> want_dx(x.size(), T(0));
+          std::vector<T> want_dx(x.size(), T(0)), want_dx_relu(x.size(), T(0));
           for (std::int64_t ow = 0; ow < r.out_w; ++ow) {
             const std::int64_t w0 = std::max<std::int64_t>(ow * k - pad, 0);
             const std::int64_t w1 = std::min(ow * k - pad + k, width);
@@ -106,8 +108,11 @@ void check_type() {
               }
               want_y[static_cast<std::size_t>(ow * channels + c)] = best;
               if (pick >= 0) {
-                want_dx[static_cast<std::size_t>(pick * channels + c)] =
-                    T(0) + dy[static_cast<std::size_t>(ow * channels + c)];
+                const T g = T(0) + dy[static_cast<std::size_t>(ow * channels + c)];
+                want_dx[static_cast<std::size_t>(pick * channels + c)] = g;
+                // ReluGrad(dx, x) after it: x > 0 ? dx : 0, where x is the chosen value.
+                want_dx_relu[static_cast<std::size_t>(pick * channels + c)] =
+                    first_best > T(0) ? g : T(0);
               }
             }
           }
@@ -131,6 +136,16 @@ void check_type() {
             for (std::size_t i = 0; i < dx.size(); ++i) {
               if (!same_bits(dx[i], want_dx[i])) {
                 testing::report_failure(__FILE__, __LINE__, "max_grad_disjoint_row " + where);
+                break;
+              }
+            }
+            std::fill(dx.begin(), dx.end(), T(0));
+            r.relu_grad = true;
+            tables[b].max_grad_disjoint_row(r);
+            r.relu_grad = false;
+            for (std::size_t i = 0; i < dx.size(); ++i) {
+              if (!same_bits(dx[i], want_dx_relu[i])) {
+                testing::report_failure(__FILE__, __LINE__, "relu_grad " + where);
                 break;
               }
             }

@@ -21,6 +21,9 @@ struct Row {
   const T* dy = nullptr;  // the row's output gradients, out_w x channels
   T* dx = nullptr;        // image n's input gradient
   T* y = nullptr;         // max_pool_row: the row's outputs, out_w x channels
+  // max_grad_disjoint_row: ReluGrad fused after the gradient (its features being the pooling's
+  // input): the chosen cell gets dy only where its value is > 0.
+  bool relu_grad = false;
 };
 
 template <typename T>
@@ -29,7 +32,8 @@ struct Table {
   // cell replaces (NaN cells skipped, as TensorFlow's CPU kernel).
   void (*max_pool_row)(const Row<T>& row);
   // For each window of the row: dx = 0 + dy at the cell TensorFlow picks (the first maximum in
-  // row-major order; NaN only when it comes first), 0 at its other cells.
+  // row-major order; NaN only when it comes first), 0 at its other cells (and with relu_grad,
+  // 0 at the chosen cell too unless its value is > 0).
   void (*max_grad_disjoint_row)(const Row<T>& row);
 };
 
@@ -150,10 +154,13 @@ void max_grad_window(const Row<T>& r, std::int64_t w0, std::int64_t w1, const T*
     }
     const V zero = {};
     const V grad = zero + L::load(g + c);
+    // ReluGrad's `features > 0 ? g : 0`: only the chosen cell (value `best`) has a gradient.
+    M keep = M{} == M{};  // all lanes
+    if (r.relu_grad) keep = best > zero;
     T here = 0;
     for (std::int64_t h = r.h0; h < r.h1; ++h) {
       for (std::int64_t w = w0; w < w1; ++w, here += 1) {
-        const M chosen = pick == here;
+        const M chosen = (pick == here) & keep;
         L::store(r.dx + h * row + w * c_n + c, chosen ? grad : zero);
       }
     }
@@ -168,10 +175,12 @@ void max_grad_window(const Row<T>& r, std::int64_t w0, std::int64_t w1, const T*
         pick = vector_math::select<T>(greater, at, pick);
       }
     }
+    const bool keep = !r.relu_grad || best > T(0);
     T here = 0;
     for (std::int64_t h = r.h0; h < r.h1; ++h) {
       for (std::int64_t w = w0; w < w1; ++w, here += 1) {
-        r.dx[h * row + w * c_n + c] = vector_math::select<T>(pick == here, T(0) + g[c], T(0));
+        r.dx[h * row + w * c_n + c] =
+            vector_math::select<T>(pick == here && keep, T(0) + g[c], T(0));
       }
     }
   }

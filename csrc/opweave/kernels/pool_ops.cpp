@@ -19,6 +19,7 @@
 #include "opweave/executor/kernel_registry.h"
 #include "opweave/kernels/kernel_util.h"
 #include "opweave/kernels/pool_loops.h"
+#include "opweave/kernels/vector_math.h"
 #include "opweave/kernels/window_util.h"
 #include "opweave/parallel_for.h"
 
@@ -210,7 +211,8 @@ void max_pool_grad_with(const T* x, const T* dy, T* dx, const PoolDims& d, Threa
 // dx to scatter into. Cells of no window (a stride wider than the window, VALID leftovers) are
 // zeroed first.
 template <typename T>
-void max_pool_grad_disjoint(const T* x, const T* dy, T* dx, const PoolDims& d, ThreadPool* pool) {
+void max_pool_grad_disjoint(const T* x, const T* dy, T* dx, const PoolDims& d, ThreadPool* pool,
+                            bool relu_grad) {
   const std::int64_t c_n = d.channels, row = d.in_w * c_n;
   // Windows of stride == size tile [-pad, (out - 1) * stride - pad + size) without gaps.
   const bool covers_h =
@@ -237,22 +239,38 @@ void max_pool_grad_disjoint(const T* x, const T* dy, T* dx, const PoolDims& d, T
           pr.out_w = d.out_w, pr.k_w = d.k_w, pr.stride_w = d.stride_w, pr.pad_left = d.pad_left;
           pr.dy = dy + r * d.out_w * c_n;
           pr.dx = dx + n * d.in_h * row;
+          pr.relu_grad = relu_grad;
           table.max_grad_disjoint_row(pr);
         }
       },
       static_cast<double>(d.out_w * d.k_h * d.k_w * c_n * 2));
 }
 
+// relu_grad: ReluGrad(dx, x) fused after it (_FusedMaxPoolGrad), dx = x > 0 ? dx : 0, in the
+// disjoint windows' own loop, else as a pass over dx.
 template <typename T>
-void max_pool_grad(const T* x, const T* dy, T* dx, const PoolDims& d, ThreadPool* pool) {
+void max_pool_grad(const T* x, const T* dy, T* dx, const PoolDims& d, ThreadPool* pool,
+                   bool relu_grad) {
   constexpr std::int64_t exact = std::int64_t{1} << std::numeric_limits<T>::digits;
   if (d.stride_h >= d.k_h && d.stride_w >= d.k_w && d.k_h * d.k_w <= exact) {
-    max_pool_grad_disjoint(x, dy, dx, d, pool);
-  } else if (d.in_h * d.in_w <= exact) {
+    max_pool_grad_disjoint(x, dy, dx, d, pool, relu_grad);
+    return;
+  }
+  if (d.in_h * d.in_w <= exact) {
     max_pool_grad_with<T, T>(x, dy, dx, d, pool);
   } else {
     max_pool_grad_with<T, std::int64_t>(x, dy, dx, d, pool);
   }
+  if (!relu_grad) return;
+  const std::int64_t size = d.batch * d.in_h * d.in_w * d.channels;
+  parallel_for(
+      pool, 0, size, 4096,
+      [&](std::int64_t i0, std::int64_t i1) {
+        for (std::int64_t i = i0; i < i1; ++i) {
+          dx[i] = vector_math::select<T>(x[i] > T(0), dx[i], T(0));  // ReluGrad's expression
+        }
+      },
+      1.0);
 }
 
 template <typename T>
@@ -298,12 +316,26 @@ void check_shape(const NodeDef& node, const Tensor& t, const Shape& want, const 
   }
 }
 
-enum class PoolKind { kMax, kAvg, kMaxGrad, kAvgGrad };
+// kFusedMaxGrad: _FusedMaxPoolGrad(orig_input, orig_output, grad) with fused_ops ["ReluGrad"]
+// (optimizer/remapping.cpp makes it from ReluGrad(MaxPoolGrad(x, y, dy), x)).
+enum class PoolKind { kMax, kAvg, kMaxGrad, kAvgGrad, kFusedMaxGrad };
 
 KernelDef pool_kernel(PoolKind kind) {
   return {[kind](const NodeDef& node) -> Kernel {
             const WindowAttrs a = kernel_detail::read_window_attrs(node, /*pooling=*/true);
-            return [a, kind](KernelContext& ctx) {
+            const bool relu_grad = kind == PoolKind::kFusedMaxGrad;
+            if (relu_grad) {
+              const auto ops = node.has_attr("fused_ops")
+                                   ? node.attr<std::vector<std::string>>("fused_ops")
+                                   : std::vector<std::string>{};
+              if (ops != std::vector<std::string>{"ReluGrad"}) {
+                throw_node_error(node, "_FusedMaxPoolGrad fuses exactly [\"ReluGrad\"], got " +
+                                           std::to_string(ops.size()) + " fused op(s)");
+              }
+            }
+            // The fused kernel is MaxPoolGrad's with the ReluGrad step on.
+            const PoolKind run = relu_grad ? PoolKind::kMaxGrad : kind;
+            return [a, kind = run, relu_grad](KernelContext& ctx) {
               const NodeDef& node = ctx.node;
               ThreadPool* pool = ctx.intra_pool;
               Tensor x, dy;
@@ -353,7 +385,7 @@ KernelDef pool_kernel(PoolKind kind) {
                     if (kind == PoolKind::kAvg) {
                       avg_pool(x.data<T>(), out.data<T>(), d, pool);
                     } else if (kind == PoolKind::kMaxGrad) {
-                      max_pool_grad(x.data<T>(), dy.data<T>(), out.data<T>(), d, pool);
+                      max_pool_grad(x.data<T>(), dy.data<T>(), out.data<T>(), d, pool, relu_grad);
                     } else {
                       avg_pool_grad(dy.data<T>(), out.data<T>(), d, pool);
                     }
@@ -373,6 +405,7 @@ void register_pool_kernels() {
   register_kernel("AvgPool", pool_kernel(PoolKind::kAvg));
   register_kernel("MaxPoolGrad", pool_kernel(PoolKind::kMaxGrad));
   register_kernel("AvgPoolGrad", pool_kernel(PoolKind::kAvgGrad));
+  register_kernel("_FusedMaxPoolGrad", pool_kernel(PoolKind::kFusedMaxGrad));
 }
 
 }  // namespace opweave

@@ -7,6 +7,7 @@
 //   BiasAdd(MatMul(a, w), b), or Add / AddV2   -> _FusedMatMul(a, w, b)     ["BiasAdd"]
 //   Act(MatMul(a, w)), Act(BiasAdd(...))       -> ... [..., "Relu"]  (Relu, Relu6, Sigmoid, Tanh)
 //   the same with Conv2D(x, f), NHWC           -> _FusedConv2D(x, f[, b])   (never a lone Conv2D)
+//   ReluGrad(MaxPoolGrad(x, y, dy), x)         -> _FusedMaxPoolGrad(x, y, dy) ["ReluGrad"]
 //
 // The root (the last node of the pattern) is rewritten in place, so its name, output and
 // consumers stay; its original_nodes list every node it computes. An inner node is fused only
@@ -204,6 +205,39 @@ void rewrite(WorkGraph& g, int root, const Match& m, PassContext& ctx) {
            what + " -> " + fused_op + " [" + ops + "]" + (pack ? ", weights packed once" : ""));
 }
 
+// ReluGrad(MaxPoolGrad(x, y, dy), x), the backward pass of MaxPool after a Relu (ReluGrad's
+// features are the Relu's output, which is the pooling's input): one _FusedMaxPoolGrad(x, y, dy)
+// ["ReluGrad"] (kernels/pool_ops.cpp) that zeroes a window's gradient where the chosen cell is
+// <= 0 in its own pass, instead of a second pass over the layer's input-sized gradient.
+// Returns the MaxPoolGrad it absorbed, or -1.
+int fuse_pool_relu_grad(WorkGraph& g, int root, PassContext& ctx) {
+  const NodeDef& rd = g.def(root);
+  if (rd.op != "ReluGrad" || rd.inputs.size() != 2 || rd.num_outputs != 1 ||
+      rd.inputs[0].index != 0 || !is_float(g, {root, 0})) {
+    return -1;
+  }
+  const int mpg = rd.inputs[0].node;
+  const NodeDef& md = g.def(mpg);
+  if (md.op != "MaxPoolGrad" || md.inputs.size() != 3 || !(md.inputs[0] == rd.inputs[1]) ||
+      dtype_of(g, {mpg, 0}) != dtype_of(g, {root, 0}) || !fusable_inner(g, mpg, root)) {
+    return -1;
+  }
+  const NodeDef pool_grad = md;  // a copy: editing the root may move the graph's storage
+  const std::string what = pool_grad.name + " + " + rd.name;
+  {
+    NodeDef& d = g.edit(root);
+    d.op = "_FusedMaxPoolGrad";
+    // MaxPoolGrad's attributes (ksize, strides, padding, data_format, T), as the kernel reads them.
+    d.attrs = pool_grad.attrs;
+    d.attrs["fused_ops"] = std::vector<std::string>{"ReluGrad"};
+  }
+  g.set_inputs(root, pool_grad.inputs);
+  for (int c : g.ordering_of(pool_grad.control_inputs)) g.add_control_input(root, c);
+  g.absorb_names(root, mpg);
+  ctx.note("fused", g.def(root).name, what + " -> _FusedMaxPoolGrad [ReluGrad]");
+  return mpg;
+}
+
 }  // namespace
 
 bool run_remapping(WorkGraph& g, PassContext& ctx) {
@@ -214,7 +248,12 @@ bool run_remapping(WorkGraph& g, PassContext& ctx) {
   for (int n : order) {
     // A node already fused into a consumer (unread until the pruning that follows) starts none.
     if (!g.alive(n) || fused[static_cast<std::size_t>(n)] || g.def(n).op == "_FusedMatMul" ||
-        g.def(n).op == "_FusedConv2D" || g.is_stateful(n)) {
+        g.def(n).op == "_FusedConv2D" || g.def(n).op == "_FusedMaxPoolGrad" || g.is_stateful(n)) {
+      continue;
+    }
+    if (const int absorbed = fuse_pool_relu_grad(g, n, ctx); absorbed >= 0) {
+      fused[static_cast<std::size_t>(absorbed)] = 1;
+      changed = true;
       continue;
     }
     const std::optional<Match> m = match(g, n);
