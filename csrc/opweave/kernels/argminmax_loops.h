@@ -10,6 +10,8 @@
 #include <limits>
 #include <type_traits>
 
+#include "opweave/kernels/vector_width.h"
+
 namespace opweave::argminmax_detail {
 
 template <typename T, bool kMax>
@@ -44,14 +46,7 @@ namespace {
 
 // Lanes of the scalar loop (for the tail and for 1- and 2-byte types).
 constexpr int kLanes = 16;
-// The vector width of this build.
-#if defined(__AVX512F__)
-constexpr int kVectorBytes = 64;
-#elif defined(__AVX2__)
-constexpr int kVectorBytes = 32;
-#else
-constexpr int kVectorBytes = 16;
-#endif
+using simd_width::kVectorBytes;
 
 template <typename T, bool kMax>
 constexpr T start_value() {

@@ -55,21 +55,12 @@ Table<double> table_avx512_f64();
 #include <type_traits>
 
 #include "opweave/kernels/vector_math.h"
+#include "opweave/kernels/vector_width.h"
 
 namespace opweave::pool_loops {
 namespace {
 
-// The forward loop takes 64 bytes of channels at a time as one GCC/clang vector (a zmm, two ymm
-// or four xmm, as the build allows), so a window's maximum stays in registers across its cells
-// (plain loops over a local array kept it in memory, loaded and stored per cell).
-// The vector width of this build.
-#if defined(__AVX512F__)
-constexpr int kVectorBytes = 64;
-#elif defined(__AVX2__)
-constexpr int kVectorBytes = 32;
-#else
-constexpr int kVectorBytes = 16;
-#endif
+using simd_width::kVectorBytes;
 
 // Channels as one GCC/clang vector of the build's width: a window's running maximum and chosen
 // cell stay in registers across its cells (plain loops over local arrays kept them in memory,
