@@ -895,6 +895,7 @@ def test_the_gradient_of_relu_then_max_pool_fuses_with_the_unfused_bits(
         h = ow.nn.relu(x, name="act")
         p = ow.nn.max_pool(h, [1, ksize, ksize, 1], [1, stride, stride, 1], "SAME", name="pool")
         (gx,) = ow.gradients(p, [x], grad_ys=dy)
+        (gh,) = ow.gradients(p, [h], grad_ys=dy)  # MaxPoolGrad alone
         other = ow.nn.max_pool(x, [1, 2, 2, 1], [1, 2, 2, 1], "VALID", name="pool_x")
         (gx_other,) = ow.gradients(other, [x], grad_ys=ow.ones_like(other))
     xv = rng.integers(-2, 3, (3, 7, 6, 5)).astype(dtype)  # zeros and ties
@@ -921,8 +922,12 @@ def test_the_gradient_of_relu_then_max_pool_fuses_with_the_unfused_bits(
     for got, got_other in results[1:]:
         assert got.tobytes() == results[0][0].tobytes()
         assert got_other.tobytes() == results[0][1].tobytes()
-    # Some chosen cells were <= 0 (zeroed by the fused step) and some kept their gradient.
-    assert (results[0][0] != 0).any() and (results[0][0] == 0).sum() > xv.size // 2
+    # ReluGrad's formula on the unfused pooling gradient, in NumPy: h > 0 ? dL/dh : +0.
+    with ow.Session(graph=g, config=l0()) as sess:
+        hv, ghv = sess.run([h, gh], {x: xv, dy: dyv})
+    want = np.where(hv > 0, ghv, np.zeros_like(ghv))
+    assert results[0][0].tobytes() == want.tobytes()
+    assert ((ghv != 0) & (want == 0)).any()  # the fused step zeroed some chosen cells
 
 
 def test_a_conv_fused_into_its_activation_names_itself_in_errors() -> None:
