@@ -345,10 +345,10 @@ bool conv_direct(const PatchGeometry& g, const T* image, const T* b, std::int64_
               x.b_run = b_run.data() + u0;
               x.nruns = std::min(group, nruns - u0);
               x.accumulate = u0 > 0;
-              const bool last = u0 + group >= nruns;
-              x.bias =
-                  direct && ep_in_kernel && last && ep.bias != nullptr ? ep.bias + q * nr : nullptr;
-              x.relu = direct && ep_in_kernel && last && ep.activation == Activation::kRelu;
+              // The epilogue goes with the tile's last group of runs, straight into C.
+              const bool ep_now = direct && ep_in_kernel && u0 + group >= nruns;
+              x.bias = ep_now && ep.bias != nullptr ? ep.bias + q * nr : nullptr;
+              x.relu = ep_now && ep.activation == Activation::kRelu;
               for (int tt = 0; tt < ntiles; ++tt) {
                 T* outs[16];
                 for (int i = 0; i < counts[tt]; ++i) {
