@@ -77,7 +77,8 @@ def print_idle(rows: list[dict[str, Any]]) -> None:
     """The idle-CPU table."""
     seconds, spin = rows[0]["seconds"], rows[0]["spin_time_us"]
     print(
-        f"\nidle CPU after a parallel loop: {seconds:g} s asleep, workers spin {spin} us then park"
+        f"\nidle CPU after a parallel loop: {seconds:g} s asleep, workers spin {spin} us (up to "
+        f"{max(spin, 500)} us after a quick wake-up) then park"
     )
     print(f"{'workers':>7} {'process CPU':>12} {'worker CPU (each)':>30} {'parks':>6}")
     for r in rows:

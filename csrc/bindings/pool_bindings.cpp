@@ -45,6 +45,7 @@ py::dict stats_dict(const PoolStats& s) {
   d["parks"] = s.parks;
   d["wakeups"] = s.wakeups;
   d["injected"] = s.injected;
+  d["moves"] = s.moves;
   return d;
 }
 

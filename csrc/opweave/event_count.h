@@ -51,6 +51,7 @@
 #include <cstdint>
 #include <mutex>
 
+#include "opweave/cpu_migration.h"
 #include "opweave/sanitizers.h"
 
 namespace opweave {
@@ -139,6 +140,8 @@ class EventCount {
       // decision re-made on the newer value.
     } while (!state_.compare_exchange_weak(s, next, std::memory_order_seq_cst,
                                            std::memory_order_relaxed));
+    // relaxed: the woken thread reads it after taking mutex_, which we take just below.
+    waker_cpu_.store(current_cpu(), std::memory_order_relaxed);
     {
       // Taking the lock orders this wake-up after a waiter's check in commit_wait: it is either
       // before the check (sees the signal) or already inside cv_.wait (gets the notify).
@@ -146,6 +149,12 @@ class EventCount {
     }
     cv_.notify_one();
     return true;
+  }
+
+  // The CPU the thread that last woke a sleeper ran on when it did (-1 before any wake-up): a
+  // woken thread compares it with its own (cpu_migration.h). A hint; any thread may read it.
+  int waker_cpu() const noexcept {
+    return waker_cpu_.load(std::memory_order_relaxed);  // a hint, see notify()
   }
 
   // Wakes every sleeper for good (pool shutdown); commit_wait returns at once afterwards.
@@ -182,6 +191,7 @@ class EventCount {
 
   alignas(64) std::atomic<std::uint64_t> state_{0};
   std::atomic<bool> stopped_{false};
+  std::atomic<int> waker_cpu_{-1};  // written on the wake-up path only, next to mutex_
   std::mutex mutex_;
   std::condition_variable cv_;
 };

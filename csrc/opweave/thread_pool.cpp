@@ -12,6 +12,7 @@
 #include <mutex>
 #include <thread>
 
+#include "opweave/cpu_migration.h"
 #include "opweave/cpu_pressure.h"
 #include "opweave/errors.h"
 #include "opweave/event_count.h"
@@ -26,6 +27,9 @@ namespace {
 
 constexpr std::size_t kDequeCapacity = 1024;
 constexpr int kMaxInjectionQueues = 4;
+// A spinning worker's yield that returns after this long was not an idle CPU's no-op: another
+// runnable thread got the CPU for a time slice (cpu_migration.h). A yield alone takes ~1 us.
+constexpr auto kLongYield = std::chrono::microseconds(100);
 
 class FunctionTask final : public Task {
  public:
@@ -46,7 +50,7 @@ class FunctionTask final : public Task {
 struct alignas(64) Counters {
   explicit Counters(bool shared_writers = false) : shared(shared_writers) {}
   // relaxed everywhere: statistics only, nothing is ordered by them.
-  std::atomic<std::uint64_t> tasks_run{0}, steals{0}, parks{0}, wakeups{0}, injected{0};
+  std::atomic<std::uint64_t> tasks_run{0}, steals{0}, parks{0}, wakeups{0}, injected{0}, moves{0};
   const bool shared;  // several threads write these counters
   void add(std::atomic<std::uint64_t>& c, std::uint64_t n = 1) noexcept {
     if (shared) {
@@ -221,7 +225,8 @@ struct ThreadPool::Impl {
                                 {&w->counters.steals, &retired_counters.steals},
                                 {&w->counters.parks, &retired_counters.parks},
                                 {&w->counters.wakeups, &retired_counters.wakeups},
-                                {&w->counters.injected, &retired_counters.injected}}) {
+                                {&w->counters.injected, &retired_counters.injected},
+                                {&w->counters.moves, &retired_counters.moves}}) {
           // relaxed: statistics only; the workers were joined.
           retired_counters.add(*to, from->load(std::memory_order_relaxed));
         }
@@ -410,24 +415,35 @@ struct ThreadPool::Impl {
     // release: start() reads the tid with acquire.
     self.tid.store(static_cast<long>(syscall(SYS_gettid)), std::memory_order_release);
     Counters& c = self.counters;
-    const auto spin = std::chrono::microseconds(std::max<std::int64_t>(0, options.spin_time_us));
+    const std::int64_t base_spin_us = std::max<std::int64_t>(0, options.spin_time_us);
+    auto spin = std::chrono::microseconds(base_spin_us);  // next_spin_us() adapts it (spin.h)
     bool searching = false;
     for (;;) {
       Task* task = find_work(index, self.rng, c);
+      std::chrono::steady_clock::time_point idle_since;  // when this worker ran out of work
       if (task == nullptr) {
         if (!searching) {
           event_count.begin_search();
           searching = true;
         }
         // Spin: at least one look after begin_search (whose RMW makes new tasks visible).
-        auto deadline = std::chrono::steady_clock::now() + spin;
+        idle_since = std::chrono::steady_clock::now();
+        auto deadline = idle_since + spin;
         int rounds = 0;
         bool kept_awake = false;
+        bool may_move = options.affinity == Affinity::kNone;  // pinned workers stay put
         do {
           task = find_work(index, self.rng, c);
           if (task != nullptr) break;
           if (++rounds % 16 == 0) {
+            const auto before = std::chrono::steady_clock::now();
             std::this_thread::yield();  // the machine may be oversubscribed
+            // The yield gave the CPU away for long: another thread runs here (often the very
+            // caller we spin for, placed on our CPU by the scheduler). Step aside, once a spin.
+            if (may_move && std::chrono::steady_clock::now() - before > kLongYield) {
+              may_move = false;
+              if (move_off_cpu(current_cpu())) c.add(c.moves);
+            }
           } else {
             cpu_relax();
           }
@@ -449,7 +465,16 @@ struct ThreadPool::Impl {
         if (task != nullptr || stopping.load(std::memory_order_relaxed)) {
           event_count.cancel_wait();
         } else {
-          if (event_count.commit_wait(&c.parks)) c.add(c.wakeups);
+          if (event_count.commit_wait(&c.parks)) {
+            c.add(c.wakeups);
+            const auto idle = std::chrono::steady_clock::now() - idle_since;
+            spin = std::chrono::microseconds(next_spin_us(
+                base_spin_us, std::chrono::duration_cast<std::chrono::microseconds>(idle).count()));
+            // Woken where the waker runs: step aside (cpu_migration.h). Pinned workers stay.
+            if (options.affinity == Affinity::kNone && move_off_cpu(event_count.waker_cpu())) {
+              c.add(c.moves);
+            }
+          }
           continue;  // searching again (woken, or stopping)
         }
       }
@@ -692,6 +717,7 @@ PoolStats ThreadPool::Impl::totals() const {
     s.parks += c.parks.load(std::memory_order_relaxed);
     s.wakeups += c.wakeups.load(std::memory_order_relaxed);
     s.injected += c.injected.load(std::memory_order_relaxed);
+    s.moves += c.moves.load(std::memory_order_relaxed);
   };
   for (const auto& w : workers) add(w->counters);
   add(outside_counters);
@@ -710,8 +736,8 @@ PoolStats ThreadPool::stats() const {
   // clamp only guards the subtraction.
   auto since = [](std::uint64_t a, std::uint64_t b) { return a > b ? a - b : 0; };
   return PoolStats{since(now.tasks_run, base.tasks_run), since(now.steals, base.steals),
-                   since(now.parks, base.parks), since(now.wakeups, base.wakeups),
-                   since(now.injected, base.injected)};
+                   since(now.parks, base.parks),         since(now.wakeups, base.wakeups),
+                   since(now.injected, base.injected),   since(now.moves, base.moves)};
 }
 
 void ThreadPool::reset_stats() {

@@ -11,10 +11,13 @@
 // - Threads outside the pool put tasks into one of a few mutex-protected injection queues
 //   (picked by thread, so unrelated producers rarely share a lock).
 // - An idle worker looks in its own deque, then the injection queues, then steals from a random
-//   victim; it spins for options().spin_time_us, then parks (EventCount two-phase wait,
-//   event_count.h). A new task wakes one sleeper only when no worker is searching already; the
-//   last searcher to find work wakes one more. A parked worker uses no CPU. While nobody sleeps,
-//   publishing a task costs a fence and a load, no write to a shared line.
+//   victim; it spins for options().spin_time_us (longer, up to kMaxAdaptiveSpinUs, while work
+//   keeps coming back soon after it parks: next_spin_us in spin.h), then parks (EventCount
+//   two-phase wait, event_count.h). A new task wakes one sleeper only when no worker is searching
+//   already; the last searcher to find work wakes one more. A parked worker uses no CPU. While
+//   nobody sleeps, publishing a task costs a fence and a load, no write to a shared line.
+// - A worker that finds itself on the CPU of the thread it should run beside moves to another
+//   (cpu_migration.h), unless the pool pins its workers.
 // - Tasks that throw: the exception is swallowed by the worker (schedule() is fire-and-forget;
 //   parallel_for catches and forwards its own exceptions).
 #pragma once
@@ -36,7 +39,7 @@ namespace opweave {
 struct PoolOptions {
   int num_workers = 1;             // worker threads owned by the pool (>= 0)
   std::string name = "pool";       // workers are named "<name> <index>" for debuggers and traces
-  std::int64_t spin_time_us = 50;  // how long an idle worker spins before it parks; 0 = never spin
+  std::int64_t spin_time_us = 50;  // idle spin before a park (or longer: spin.h); 0 = never spin
   Affinity affinity = Affinity::kNone;    // worker pinning (pinning.h)
   PinGroup pin_group = PinGroup::kOther;  // only matters when affinity != kNone
 };
@@ -47,6 +50,7 @@ struct PoolStats {
   std::uint64_t parks = 0;      // times a worker went to sleep
   std::uint64_t wakeups = 0;    // times a sleeping worker was woken
   std::uint64_t injected = 0;   // tasks submitted from threads outside the pool
+  std::uint64_t moves = 0;      // woken workers that moved off their waker's CPU (cpu_migration.h)
 };
 
 // A unit of work the pool owns: run() once, then deleted by the pool. schedule() wraps a

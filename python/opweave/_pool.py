@@ -47,6 +47,10 @@ class PoolStats:
         Times a sleeping worker was woken.
     injected : int
         Tasks submitted from threads outside the pool.
+    moves : int
+        Times a woken worker found itself on the CPU of the thread that woke it and moved to
+        another CPU (Linux often wakes a thread there; the two would then share one CPU while
+        another idles). Pools pinned with ``OPWEAVE_AFFINITY`` never move.
     """
 
     tasks_run: int
@@ -54,6 +58,7 @@ class PoolStats:
     parks: int
     wakeups: int
     injected: int
+    moves: int
 
 
 def _check_pool(pool: str) -> None:

@@ -285,6 +285,85 @@ OPWEAVE_TEST(keep_awake_changes_nothing_when_workers_never_spin) {
   }));
 }
 
+// cpu_migration.h: Linux may wake a parked worker on its waker's CPU, where the two would share
+// one CPU while another idles (on the project's VM, most wake-ups of a 2-thread loop did). A
+// woken worker steps off that CPU before it runs anything. Checked from a waker pinned to one CPU.
+OPWEAVE_TEST(a_woken_worker_runs_its_task_off_the_cpu_of_the_thread_that_woke_it) {
+  cpu_set_t process;
+  CPU_ZERO(&process);
+  OPWEAVE_CHECK_EQ(sched_getaffinity(0, sizeof(process), &process), 0);
+  if (CPU_COUNT(&process) < 2) {
+    std::fprintf(stderr, "one CPU in the affinity mask: nowhere to move, nothing to check\n");
+    return;
+  }
+  ThreadPool pool(opts(1, 0));  // no spin: every task finds the worker parked
+  constexpr int kRounds = 60;
+  int waker_cpu = -1, on_waker_cpu = 0;
+  std::thread waker([&] {
+    waker_cpu = sched_getcpu();
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(waker_cpu, &one);
+    OPWEAVE_CHECK_EQ(sched_setaffinity(0, sizeof(one), &one), 0);
+    for (int round = 0; round < kRounds; ++round) {
+      OPWEAVE_CHECK(wait_until([&] {
+        const PoolStats s = pool.stats();
+        return s.parks - s.wakeups == 1;
+      }));
+      // A pause first: on the project's VM, a waker that was idle is where wake-ups went.
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      std::atomic<int> ran_on{-1};
+      pool.schedule([&] { ran_on.store(sched_getcpu()); });
+      // Spin, not sleep: the waker keeps its CPU busy, as a caller running its share does.
+      while (ran_on.load() < 0) {
+      }
+      if (ran_on.load() == waker_cpu) ++on_waker_cpu;
+    }
+  });
+  waker.join();
+  const PoolStats s = pool.stats();
+  std::fprintf(stderr, "tasks on the waker's CPU: %d of %d; worker moves %llu, wake-ups %llu\n",
+               on_waker_cpu, kRounds, static_cast<unsigned long long>(s.moves),
+               static_cast<unsigned long long>(s.wakeups));
+  // The load balancer may pull the worker back between its move and the task: a few rounds.
+  OPWEAVE_CHECK(on_waker_cpu <= kRounds / 10);
+  // The worker's mask is the process's again after every move.
+  cpu_set_t worker_mask;
+  CPU_ZERO(&worker_mask);
+  OPWEAVE_CHECK_EQ(sched_getaffinity(static_cast<pid_t>(pool.worker_thread_ids()[0]),
+                                     sizeof(worker_mask), &worker_mask),
+                   0);
+  OPWEAVE_CHECK(CPU_EQUAL(&worker_mask, &process));
+}
+
+// spin.h: a worker woken soon after it ran out of work spins longer next time (up to
+// kMaxAdaptiveSpinUs), so a stream of tasks with short gaps stops paying a wake-up per task.
+OPWEAVE_TEST(short_gaps_between_tasks_keep_a_worker_spinning_instead_of_parking) {
+  ThreadPool pool(opts(1, 1));  // a configured spin of 1 us: without adapting, a park per gap
+  constexpr int kRounds = 300;
+  const auto gap = std::chrono::microseconds(60);  // well under kMaxAdaptiveSpinUs / 2
+  OPWEAVE_CHECK(wait_until([&] {
+    const PoolStats s = pool.stats();
+    return s.parks - s.wakeups == 1;
+  }));
+  pool.reset_stats();
+  for (int round = 0; round < kRounds; ++round) {
+    std::atomic<bool> ran{false};
+    pool.schedule([&] { ran.store(true); });
+    while (!ran.load()) {
+    }
+    const auto until = std::chrono::steady_clock::now() + gap;
+    while (std::chrono::steady_clock::now() < until) {
+    }
+  }
+  const PoolStats s = pool.stats();
+  std::fprintf(stderr, "%d tasks %lld us apart: %llu parks\n", kRounds,
+               static_cast<long long>(gap.count()), static_cast<unsigned long long>(s.parks));
+  // Without adapting: ~kRounds parks. A loaded machine can stretch some gaps past the adaptive
+  // range (each costs a park and a fresh start), hence half, not a handful.
+  OPWEAVE_CHECK(s.parks < static_cast<std::uint64_t>(kRounds / 2));
+}
+
 OPWEAVE_TEST(worker_ids_are_real_kernel_threads_and_workers_know_their_index) {
   ThreadPool pool(opts(3));
   const std::vector<long> tids = pool.worker_thread_ids();
