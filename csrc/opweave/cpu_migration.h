@@ -9,11 +9,13 @@
 // that had been idle ran its task on the waker's CPU 55-60 times out of 60.
 //
 // A pool worker moves itself (ThreadPool's worker loop) when it wakes on the CPU its waker ran on
-// (EventCount::waker_cpu), and when a yield in its spin gave the CPU away for long (another thread
-// runs there): it narrows its own affinity mask to exclude that CPU, so that the kernel migrates
-// it at once, and restores the mask right after, which does not move it back. Only workers whose
-// mask nobody else manages (pools without OPWEAVE_AFFINITY pinning), and only when the mask has
-// another CPU; the kernel picks which (on two CPUs, the other one).
+// (EventCount::waker_cpu): it narrows its own affinity mask to exclude that CPU, so that the
+// kernel migrates it at once, and restores the mask right after, which does not move it back.
+// Only workers whose mask nobody else manages (pools without OPWEAVE_AFFINITY pinning), and only
+// when the mask has another CPU; the kernel picks which (on two CPUs, the other one). (Moving a
+// spinning worker whose yield gave the CPU away for long was tried too: with intra = 2, inter = 1
+// three threads of ours share two CPUs by design, and those moves made an MLP training step's
+// slow runs more frequent.)
 //
 //   if (current_cpu() == waker_cpu) move_off_cpu(waker_cpu);
 #pragma once

@@ -27,9 +27,6 @@ namespace {
 
 constexpr std::size_t kDequeCapacity = 1024;
 constexpr int kMaxInjectionQueues = 4;
-// A spinning worker's yield that returns after this long was not an idle CPU's no-op: another
-// runnable thread got the CPU for a time slice (cpu_migration.h). A yield alone takes ~1 us.
-constexpr auto kLongYield = std::chrono::microseconds(100);
 
 class FunctionTask final : public Task {
  public:
@@ -431,19 +428,11 @@ struct ThreadPool::Impl {
         auto deadline = idle_since + spin;
         int rounds = 0;
         bool kept_awake = false;
-        bool may_move = options.affinity == Affinity::kNone;  // pinned workers stay put
         do {
           task = find_work(index, self.rng, c);
           if (task != nullptr) break;
           if (++rounds % 16 == 0) {
-            const auto before = std::chrono::steady_clock::now();
             std::this_thread::yield();  // the machine may be oversubscribed
-            // The yield gave the CPU away for long: another thread runs here (often the very
-            // caller we spin for, placed on our CPU by the scheduler). Step aside, once a spin.
-            if (may_move && std::chrono::steady_clock::now() - before > kLongYield) {
-              may_move = false;
-              if (move_off_cpu(current_cpu())) c.add(c.moves);
-            }
           } else {
             cpu_relax();
           }
