@@ -39,7 +39,7 @@ def demo(size: int = 1 << 21, repeats: int = 8, runs: int = 5) -> None:
     print(f"sum(sin(x + k)) over {size:,} float64 x {repeats}, median of {runs} runs:")
     print(
         f"{'threads':>7} {'time (ms)':>10} {'speedup':>8}  result{'':14}  "
-        "tasks_run steals parks wakeups"
+        "tasks_run steals parks wakeups moves"
     )
     base = None
     try:
@@ -58,7 +58,7 @@ def demo(size: int = 1 << 21, repeats: int = 8, runs: int = 5) -> None:
             s = _pool.pool_stats("intra")
             print(
                 f"{n:>7} {seconds * 1e3:>10.2f} {base / seconds:>7.2f}x  {result!r:<20}  "
-                f"{s.tasks_run:>9} {s.steals:>6} {s.parks:>5} {s.wakeups:>7}"
+                f"{s.tasks_run:>9} {s.steals:>6} {s.parks:>5} {s.wakeups:>7} {s.moves:>5}"
             )
     finally:
         opweave.config.threading.set_intra_op_parallelism_threads(0)
