@@ -27,7 +27,8 @@ int current_cpu() noexcept;
 
 // Moves the calling thread off `cpu` if it runs there and its affinity mask has another CPU;
 // leaves the mask as it was. Returns true when it moved. Thread-safe (it only touches the calling
-// thread's own mask); a concurrent change of this thread's mask by another thread may be undone.
+// thread's own mask); a concurrent change of this thread's mask by another thread may be undone,
+// and if restoring fails (the cgroup's CPU set shrank in between) the narrower mask stays.
 bool move_off_cpu(int cpu) noexcept;
 
 }  // namespace opweave
