@@ -16,8 +16,8 @@
 //   two-phase wait, event_count.h). A new task wakes one sleeper only when no worker is searching
 //   already; the last searcher to find work wakes one more. A parked worker uses no CPU. While
 //   nobody sleeps, publishing a task costs a fence and a load, no write to a shared line.
-// - A worker that finds itself on the CPU of the thread it should run beside moves to another
-//   (cpu_migration.h), unless the pool pins its workers.
+// - A worker woken on the CPU of the thread that woke it moves to another CPU (cpu_migration.h),
+//   unless the pool pins its workers.
 // - Tasks that throw: the exception is swallowed by the worker (schedule() is fire-and-forget;
 //   parallel_for catches and forwards its own exceptions).
 #pragma once
