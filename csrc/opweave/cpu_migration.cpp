@@ -10,7 +10,7 @@ int current_cpu() noexcept {
 }
 
 bool move_off_cpu(int cpu) noexcept {
-  if (cpu < 0 || cpu >= CPU_SETSIZE || sched_getcpu() != cpu) return false;
+  if (cpu < 0 || cpu >= CPU_SETSIZE || current_cpu() != cpu) return false;
   cpu_set_t mask;
   CPU_ZERO(&mask);
   if (sched_getaffinity(0, sizeof(mask), &mask) != 0) return false;

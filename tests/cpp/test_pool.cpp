@@ -35,6 +35,12 @@ PoolOptions opts(int workers, std::int64_t spin_us = 50) {
   return o;
 }
 
+// Workers asleep now: every park is followed by one wake-up once the worker runs again.
+std::uint64_t sleeping_workers(const ThreadPool& pool) {
+  const PoolStats s = pool.stats();
+  return s.parks - s.wakeups;
+}
+
 // Sets *flag when destroyed without having run (dropped by the pool).
 class DropSentinel final : public Task {
  public:
@@ -206,11 +212,7 @@ OPWEAVE_TEST(idle_workers_use_no_cpu_after_spinning) {
   std::atomic<int> ran{0};
   for (int i = 0; i < 100; ++i) pool.schedule([&] { ran.fetch_add(1); });
   OPWEAVE_CHECK(wait_until([&] { return ran.load() == 100; }));
-  // Every park is followed by one wake-up once the worker runs again: parks - wakeups sleep now.
-  OPWEAVE_CHECK(wait_until([&] {
-    const PoolStats s = pool.stats();
-    return s.parks - s.wakeups == 4;
-  }));
+  OPWEAVE_CHECK(wait_until([&] { return sleeping_workers(pool) == 4; }));
   const long long idle =
       workers_cpu_ns(pool, [] { std::this_thread::sleep_for(std::chrono::seconds(1)); });
   std::fprintf(stderr,
@@ -223,10 +225,7 @@ OPWEAVE_TEST(idle_workers_use_no_cpu_after_spinning) {
 
 OPWEAVE_TEST(keep_awake_keeps_idle_workers_spinning_until_it_ends) {
   ThreadPool pool(opts(2, 50));
-  const auto all_parked = [&] {
-    const PoolStats s = pool.stats();
-    return s.parks - s.wakeups == 2;
-  };
+  const auto all_parked = [&] { return sleeping_workers(pool) == 2; };
   OPWEAVE_CHECK(wait_until(all_parked));
   std::atomic<int> ran{0};
   {
@@ -255,10 +254,7 @@ OPWEAVE_TEST(idle_workers_park_at_once_while_every_cpu_runs_a_kernel) {
   const int budget = cpu_budget();
   set_cpu_budget(2);
   ThreadPool pool(opts(2, 50));
-  const auto all_parked = [&] {
-    const PoolStats s = pool.stats();
-    return s.parks - s.wakeups == 2;
-  };
+  const auto all_parked = [&] { return sleeping_workers(pool) == 2; };
   OPWEAVE_CHECK(wait_until(all_parked));
   {
     const RunningKernel first, second;  // two kernels on two CPUs
@@ -279,10 +275,7 @@ OPWEAVE_TEST(keep_awake_changes_nothing_when_workers_never_spin) {
   std::atomic<int> ran{0};
   pool.schedule([&] { ran.fetch_add(1); });
   OPWEAVE_CHECK(wait_until([&] { return ran.load() == 1; }));
-  OPWEAVE_CHECK(wait_until([&] {
-    const PoolStats s = pool.stats();
-    return s.parks - s.wakeups == 1;
-  }));
+  OPWEAVE_CHECK(wait_until([&] { return sleeping_workers(pool) == 1; }));
 }
 
 // The two tests below measure what the scheduler did, so another process busy on the machine
@@ -313,10 +306,7 @@ OPWEAVE_TEST(a_woken_worker_runs_its_task_off_the_cpu_of_the_thread_that_woke_it
       CPU_SET(waker_cpu, &one);
       OPWEAVE_CHECK_EQ(sched_setaffinity(0, sizeof(one), &one), 0);
       for (int round = 0; round < kRounds; ++round) {
-        OPWEAVE_CHECK(wait_until([&] {
-          const PoolStats s = pool.stats();
-          return s.parks - s.wakeups == 1;
-        }));
+        OPWEAVE_CHECK(wait_until([&] { return sleeping_workers(pool) == 1; }));
         // A pause first: on the project's VM, a waker that was idle is where wake-ups went.
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
         std::atomic<int> ran_on{-1};
@@ -356,10 +346,7 @@ OPWEAVE_TEST(short_gaps_between_tasks_keep_a_worker_spinning_instead_of_parking)
   std::uint64_t best = kRounds + 1;
   for (int attempt = 0; attempt < kAttempts && best >= kMostParks; ++attempt) {
     ThreadPool pool(opts(1, 1));  // a configured spin of 1 us: without adapting, a park per gap
-    OPWEAVE_CHECK(wait_until([&] {
-      const PoolStats s = pool.stats();
-      return s.parks - s.wakeups == 1;
-    }));
+    OPWEAVE_CHECK(wait_until([&] { return sleeping_workers(pool) == 1; }));
     pool.reset_stats();
     for (int round = 0; round < kRounds; ++round) {
       std::atomic<bool> ran{false};
