@@ -6,14 +6,15 @@
 //   atomic   -- the same arithmetic with every load and store of var, m and v a relaxed
 //               __atomic access, the other way to make unlocked updates race-free (no locks,
 //               but the compiler cannot vectorise);
-//   plain    -- the vectorised loop with no lock at all (racy if anything ran concurrently):
-//               the floor.
+//   plain    -- the kernel's own loop (training_loops.h, this CPU's build) with no lock at all
+//               (racy if anything ran concurrently): the floor.
 //
 // Prints the median of each and the ratios to plain, on the caller alone and on `threads`
 // threads. The machine should be idle; on a shared one, quote the ratios.
 //
 //   variable_update_bench [n=1048576] [rounds=30] [threads=2]
-// Compiled with -fno-math-errno, as the kernel file is (CMakeLists.txt), so both loops vectorise.
+// Compiled with -fno-math-errno, as the loop files are (CMakeLists.txt), so the atomic variant's
+// square root is one instruction, as in the kernel's loop.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -25,6 +26,7 @@
 #include <vector>
 
 #include "opweave/executor/kernel_registry.h"
+#include "opweave/kernels/training_loops.h"
 #include "opweave/parallel_for.h"
 #include "opweave/state/variable.h"
 #include "opweave/thread_pool.h"
@@ -122,20 +124,17 @@ int main(int argc, char** argv) {
           },
           8.0);
       auto t2 = std::chrono::steady_clock::now();
+      training_loops::UpdateArgs<float> args;
+      args.grad = g;
+      for (int i = 0; i < 3; ++i) args.in[i] = args.out[i] = plain[i].data<float>();
+      args.lr = alpha;
+      args.beta1 = kB1;
+      args.one_minus_beta1 = 1.0f - kB1;
+      args.one_minus_beta2 = 1.0f - kB2;
+      args.epsilon = kEps;
+      const auto adam = training_loops::selected_table<float>().adam;  // the kernel's loop
       parallel_for(
-          p, 0, n, Variable::kBlock,
-          [&](std::int64_t b, std::int64_t e) {
-      // As in the kernel: iterations are independent (see training_ops.cpp).
-#pragma GCC ivdep
-            for (std::int64_t i = b; i < e; ++i) {
-              const float gi = g[i];
-              const float mi = m[i] + (gi - m[i]) * (1.0f - kB1);
-              const float vi = v[i] + (gi * gi - v[i]) * (1.0f - kB2);
-              m[i] = mi;
-              v[i] = vi;
-              var[i] = var[i] - (mi * alpha) / (std::sqrt(vi) + kEps);
-            }
-          },
+          p, 0, n, Variable::kBlock, [&](std::int64_t b, std::int64_t e) { adam(args, b, e); },
           8.0);
       auto t3 = std::chrono::steady_clock::now();
       auto us = [](auto a, auto b) {

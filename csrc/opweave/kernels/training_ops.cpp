@@ -5,8 +5,7 @@
 // element's arithmetic depends only on its own inputs, so the bits are the same for any thread
 // count. Concurrency follows opweave/state/variable.h (use_locking).
 //
-// This file is compiled with -fno-math-errno (CMakeLists.txt): std::sqrt then needs no errno
-// check and the loops vectorise.
+// The loops themselves are in training_loops.h, built for each instruction set.
 #include <cmath>
 #include <initializer_list>
 #include <vector>
@@ -14,19 +13,8 @@
 #include "opweave/executor/kernel_registry.h"
 #include "opweave/kernels/kernel_util.h"
 #include "opweave/kernels/state_util.h"
+#include "opweave/kernels/training_loops.h"
 #include "opweave/state/variable.h"
-
-// Each iteration of an update loop reads and writes element i alone, and a variable's input and
-// output buffers are either the same (in place) or disjoint, so no iteration depends on another:
-// the compiler may vectorise without its runtime aliasing check (which would see in == out as a
-// possible overlap and fall back to scalar code for every in-place update).
-#if defined(__clang__)
-#define OPWEAVE_IVDEP _Pragma("clang loop vectorize(assume_safety)")
-#elif defined(__GNUC__)
-#define OPWEAVE_IVDEP _Pragma("GCC ivdep")
-#else
-#define OPWEAVE_IVDEP
-#endif
 
 namespace opweave {
 namespace {
@@ -58,22 +46,40 @@ void fused_update(KernelContext& ctx, std::initializer_list<const char*> names,
   ctx.outputs[0] = ctx.inputs[0];
 }
 
+// One fused update by a loop of training_loops::selected_table: `names` the variable and its
+// slots (inputs [0, names.size())), `grad_index` the gradient's input, `cost` the loop's cost per
+// element for for_blocks, pick(table) the loop, set_scalars(TypeTag<T>, UpdateArgs<T>&) reads the
+// op's scalar inputs.
+template <typename Pick, typename SetScalars>
+void run_update(KernelContext& ctx, std::initializer_list<const char*> names,
+                std::size_t grad_index, bool use_locking, double cost, Pick&& pick,
+                SetScalars&& set_scalars) {
+  fused_update(ctx, names, grad_index, use_locking,
+               [&](auto tag, VariableUpdate& up, const Tensor& grad, std::int64_t n) {
+                 using T = typename decltype(tag)::type;
+                 training_loops::UpdateArgs<T> args;
+                 args.grad = grad.data<T>();
+                 for (std::size_t i = 0; i < names.size(); ++i) {
+                   args.in[i] = up.in<T>(i);
+                   args.out[i] = up.out<T>(i);
+                 }
+                 set_scalars(tag, args);
+                 const training_loops::UpdateFn<T> loop = pick(training_loops::selected_table<T>());
+                 up.for_blocks(ctx.intra_pool, n, cost,
+                               [&](std::int64_t b, std::int64_t e) { loop(args, b, e); });
+               });
+}
+
 // var -= alpha * delta
 Kernel apply_gradient_descent(const NodeDef& node) {
   const bool use_locking = bool_attr(node, "use_locking", false);
   return [use_locking](KernelContext& ctx) {
-    fused_update(ctx, {"var"}, 2, use_locking,
-                 [&](auto tag, VariableUpdate& up, const Tensor& grad, std::int64_t n) {
-                   using T = typename decltype(tag)::type;
-                   const T lr = scalar_input<T>(ctx, 1, "alpha");
-                   const T* g = grad.data<T>();
-                   const T* var_in = up.in<T>(0);
-                   T* var = up.out<T>(0);
-                   up.for_blocks(ctx.intra_pool, n, 1.0, [&](std::int64_t b, std::int64_t e) {
-                     OPWEAVE_IVDEP
-                     for (std::int64_t i = b; i < e; ++i) var[i] = var_in[i] - g[i] * lr;
-                   });
-                 });
+    run_update(
+        ctx, {"var"}, 2, use_locking, 1.0, [](const auto& t) { return t.gradient_descent; },
+        [&](auto tag, auto& a) {
+          using T = typename decltype(tag)::type;
+          a.lr = scalar_input<T>(ctx, 1, "alpha");
+        });
   };
 }
 
@@ -82,34 +88,14 @@ Kernel apply_momentum(const NodeDef& node) {
   const bool use_locking = bool_attr(node, "use_locking", false);
   const bool nesterov = bool_attr(node, "use_nesterov", false);
   return [use_locking, nesterov](KernelContext& ctx) {
-    fused_update(ctx, {"var", "accum"}, 3, use_locking,
-                 [&](auto tag, VariableUpdate& up, const Tensor& grad, std::int64_t n) {
-                   using T = typename decltype(tag)::type;
-                   const T lr = scalar_input<T>(ctx, 2, "lr");
-                   const T momentum = scalar_input<T>(ctx, 4, "momentum");
-                   const T* g = grad.data<T>();
-                   const T* var_in = up.in<T>(0);
-                   const T* acc_in = up.in<T>(1);
-                   T* var = up.out<T>(0);
-                   T* acc = up.out<T>(1);
-                   up.for_blocks(ctx.intra_pool, n, 2.0, [&](std::int64_t b, std::int64_t e) {
-                     if (nesterov) {
-                       OPWEAVE_IVDEP
-                       for (std::int64_t i = b; i < e; ++i) {
-                         const T a = acc_in[i] * momentum + g[i];
-                         acc[i] = a;
-                         var[i] = var_in[i] - (g[i] * lr + a * momentum * lr);
-                       }
-                     } else {
-                       OPWEAVE_IVDEP
-                       for (std::int64_t i = b; i < e; ++i) {
-                         const T a = acc_in[i] * momentum + g[i];
-                         acc[i] = a;
-                         var[i] = var_in[i] - a * lr;
-                       }
-                     }
-                   });
-                 });
+    run_update(
+        ctx, {"var", "accum"}, 3, use_locking, 2.0, [](const auto& t) { return t.momentum; },
+        [&](auto tag, auto& a) {
+          using T = typename decltype(tag)::type;
+          a.lr = scalar_input<T>(ctx, 2, "lr");
+          a.momentum = scalar_input<T>(ctx, 4, "momentum");
+          a.nesterov = nesterov;
+        });
   };
 }
 
@@ -120,50 +106,21 @@ Kernel apply_adam(const NodeDef& node) {
   const bool use_locking = bool_attr(node, "use_locking", false);
   const bool nesterov = bool_attr(node, "use_nesterov", false);
   return [use_locking, nesterov](KernelContext& ctx) {
-    fused_update(ctx, {"var", "m", "v"}, 9, use_locking,
-                 [&](auto tag, VariableUpdate& up, const Tensor& grad, std::int64_t n) {
-                   using T = typename decltype(tag)::type;
-                   const T beta1_power = scalar_input<T>(ctx, 3, "beta1_power");
-                   const T beta2_power = scalar_input<T>(ctx, 4, "beta2_power");
-                   const T lr = scalar_input<T>(ctx, 5, "lr");
-                   const T beta1 = scalar_input<T>(ctx, 6, "beta1");
-                   const T beta2 = scalar_input<T>(ctx, 7, "beta2");
-                   const T epsilon = scalar_input<T>(ctx, 8, "epsilon");
-                   const T alpha = lr * std::sqrt(T(1) - beta2_power) / (T(1) - beta1_power);
-                   const T one_minus_beta1 = T(1) - beta1;
-                   const T one_minus_beta2 = T(1) - beta2;
-                   const T* g = grad.data<T>();
-                   const T* var_in = up.in<T>(0);
-                   const T* m_in = up.in<T>(1);
-                   const T* v_in = up.in<T>(2);
-                   T* var = up.out<T>(0);
-                   T* m = up.out<T>(1);
-                   T* v = up.out<T>(2);
-                   up.for_blocks(ctx.intra_pool, n, 8.0, [&](std::int64_t b, std::int64_t e) {
-                     if (nesterov) {
-                       OPWEAVE_IVDEP
-                       for (std::int64_t i = b; i < e; ++i) {
-                         const T gi = g[i];
-                         const T mi = m_in[i] + (gi - m_in[i]) * one_minus_beta1;
-                         const T vi = v_in[i] + (gi * gi - v_in[i]) * one_minus_beta2;
-                         m[i] = mi;
-                         v[i] = vi;
-                         var[i] = var_in[i] - ((gi * one_minus_beta1 + beta1 * mi) * alpha) /
-                                                  (std::sqrt(vi) + epsilon);
-                       }
-                     } else {
-                       OPWEAVE_IVDEP
-                       for (std::int64_t i = b; i < e; ++i) {
-                         const T gi = g[i];
-                         const T mi = m_in[i] + (gi - m_in[i]) * one_minus_beta1;
-                         const T vi = v_in[i] + (gi * gi - v_in[i]) * one_minus_beta2;
-                         m[i] = mi;
-                         v[i] = vi;
-                         var[i] = var_in[i] - (mi * alpha) / (std::sqrt(vi) + epsilon);
-                       }
-                     }
-                   });
-                 });
+    run_update(
+        ctx, {"var", "m", "v"}, 9, use_locking, 8.0, [](const auto& t) { return t.adam; },
+        [&](auto tag, auto& a) {
+          using T = typename decltype(tag)::type;
+          const T beta1_power = scalar_input<T>(ctx, 3, "beta1_power");
+          const T beta2_power = scalar_input<T>(ctx, 4, "beta2_power");
+          const T lr = scalar_input<T>(ctx, 5, "lr");
+          a.beta1 = scalar_input<T>(ctx, 6, "beta1");
+          const T beta2 = scalar_input<T>(ctx, 7, "beta2");
+          a.epsilon = scalar_input<T>(ctx, 8, "epsilon");
+          a.lr = lr * std::sqrt(T(1) - beta2_power) / (T(1) - beta1_power);
+          a.one_minus_beta1 = T(1) - a.beta1;
+          a.one_minus_beta2 = T(1) - beta2;
+          a.nesterov = nesterov;
+        });
   };
 }
 
@@ -171,33 +128,15 @@ Kernel apply_adam(const NodeDef& node) {
 Kernel apply_rms_prop(const NodeDef& node) {
   const bool use_locking = bool_attr(node, "use_locking", false);
   return [use_locking](KernelContext& ctx) {
-    fused_update(ctx, {"var", "ms", "mom"}, 7, use_locking,
-                 [&](auto tag, VariableUpdate& up, const Tensor& grad, std::int64_t n) {
-                   using T = typename decltype(tag)::type;
-                   const T lr = scalar_input<T>(ctx, 3, "lr");
-                   const T rho = scalar_input<T>(ctx, 4, "rho");
-                   const T momentum = scalar_input<T>(ctx, 5, "momentum");
-                   const T epsilon = scalar_input<T>(ctx, 6, "epsilon");
-                   const T one_minus_rho = T(1) - rho;
-                   const T* g = grad.data<T>();
-                   const T* var_in = up.in<T>(0);
-                   const T* ms_in = up.in<T>(1);
-                   const T* mom_in = up.in<T>(2);
-                   T* var = up.out<T>(0);
-                   T* ms = up.out<T>(1);
-                   T* mom = up.out<T>(2);
-                   up.for_blocks(ctx.intra_pool, n, 8.0, [&](std::int64_t b, std::int64_t e) {
-                     OPWEAVE_IVDEP
-                     for (std::int64_t i = b; i < e; ++i) {
-                       const T gi = g[i];
-                       const T s = ms_in[i] + (gi * gi - ms_in[i]) * one_minus_rho;
-                       const T mo = mom_in[i] * momentum + (gi * lr) / std::sqrt(s + epsilon);
-                       ms[i] = s;
-                       mom[i] = mo;
-                       var[i] = var_in[i] - mo;
-                     }
-                   });
-                 });
+    run_update(
+        ctx, {"var", "ms", "mom"}, 7, use_locking, 8.0, [](const auto& t) { return t.rms_prop; },
+        [&](auto tag, auto& a) {
+          using T = typename decltype(tag)::type;
+          a.lr = scalar_input<T>(ctx, 3, "lr");
+          a.one_minus_beta2 = T(1) - scalar_input<T>(ctx, 4, "rho");
+          a.momentum = scalar_input<T>(ctx, 5, "momentum");
+          a.epsilon = scalar_input<T>(ctx, 6, "epsilon");
+        });
   };
 }
 
@@ -205,38 +144,16 @@ Kernel apply_rms_prop(const NodeDef& node) {
 Kernel apply_centered_rms_prop(const NodeDef& node) {
   const bool use_locking = bool_attr(node, "use_locking", false);
   return [use_locking](KernelContext& ctx) {
-    fused_update(ctx, {"var", "mg", "ms", "mom"}, 8, use_locking,
-                 [&](auto tag, VariableUpdate& up, const Tensor& grad, std::int64_t n) {
-                   using T = typename decltype(tag)::type;
-                   const T lr = scalar_input<T>(ctx, 4, "lr");
-                   const T rho = scalar_input<T>(ctx, 5, "rho");
-                   const T momentum = scalar_input<T>(ctx, 6, "momentum");
-                   const T epsilon = scalar_input<T>(ctx, 7, "epsilon");
-                   const T one_minus_rho = T(1) - rho;
-                   const T* g = grad.data<T>();
-                   const T* var_in = up.in<T>(0);
-                   const T* mg_in = up.in<T>(1);
-                   const T* ms_in = up.in<T>(2);
-                   const T* mom_in = up.in<T>(3);
-                   T* var = up.out<T>(0);
-                   T* mg = up.out<T>(1);
-                   T* ms = up.out<T>(2);
-                   T* mom = up.out<T>(3);
-                   up.for_blocks(ctx.intra_pool, n, 10.0, [&](std::int64_t b, std::int64_t e) {
-                     OPWEAVE_IVDEP
-                     for (std::int64_t i = b; i < e; ++i) {
-                       const T gi = g[i];
-                       const T s = ms_in[i] + (gi * gi - ms_in[i]) * one_minus_rho;
-                       const T a = mg_in[i] + (gi - mg_in[i]) * one_minus_rho;
-                       const T denom = (s - a * a) + epsilon;
-                       const T mo = mom_in[i] * momentum + (gi * lr) / std::sqrt(denom);
-                       ms[i] = s;
-                       mg[i] = a;
-                       mom[i] = mo;
-                       var[i] = var_in[i] - mo;
-                     }
-                   });
-                 });
+    run_update(
+        ctx, {"var", "mg", "ms", "mom"}, 8, use_locking, 10.0,
+        [](const auto& t) { return t.centered_rms_prop; },
+        [&](auto tag, auto& a) {
+          using T = typename decltype(tag)::type;
+          a.lr = scalar_input<T>(ctx, 4, "lr");
+          a.one_minus_beta2 = T(1) - scalar_input<T>(ctx, 5, "rho");
+          a.momentum = scalar_input<T>(ctx, 6, "momentum");
+          a.epsilon = scalar_input<T>(ctx, 7, "epsilon");
+        });
   };
 }
 
@@ -245,25 +162,13 @@ Kernel apply_adagrad(const NodeDef& node) {
   const bool use_locking = bool_attr(node, "use_locking", false);
   const bool update_slots = bool_attr(node, "update_slots", true);
   return [use_locking, update_slots](KernelContext& ctx) {
-    fused_update(ctx, {"var", "accum"}, 3, use_locking,
-                 [&](auto tag, VariableUpdate& up, const Tensor& grad, std::int64_t n) {
-                   using T = typename decltype(tag)::type;
-                   const T lr = scalar_input<T>(ctx, 2, "lr");
-                   const T* g = grad.data<T>();
-                   const T* var_in = up.in<T>(0);
-                   const T* acc_in = up.in<T>(1);
-                   T* var = up.out<T>(0);
-                   T* acc = up.out<T>(1);
-                   up.for_blocks(ctx.intra_pool, n, 6.0, [&](std::int64_t b, std::int64_t e) {
-                     OPWEAVE_IVDEP
-                     for (std::int64_t i = b; i < e; ++i) {
-                       const T gi = g[i];
-                       const T a = update_slots ? acc_in[i] + gi * gi : acc_in[i];
-                       acc[i] = a;
-                       var[i] = var_in[i] - gi * lr * (T(1) / std::sqrt(a));
-                     }
-                   });
-                 });
+    run_update(
+        ctx, {"var", "accum"}, 3, use_locking, 6.0, [](const auto& t) { return t.adagrad; },
+        [&](auto tag, auto& a) {
+          using T = typename decltype(tag)::type;
+          a.lr = scalar_input<T>(ctx, 2, "lr");
+          a.update_slots = update_slots;
+        });
   };
 }
 
