@@ -9,6 +9,7 @@
 
 #include "opweave/cpu_info.h"
 #include "opweave/kernels/gemm.h"
+#include "opweave/kernels/gemm_few_cols.h"
 #include "opweave/kernels/gemm_microkernel.h"
 #include "opweave/kernels/kernels.h"
 #include "opweave/kernels/reduce_loops.h"
@@ -205,6 +206,87 @@ OPWEAVE_TEST(reading_a_in_place_gives_the_bits_of_packing_it) {
   if (isa_flags().can_run_avx512_files()) {
     check_direct_a_matches_packed(gemm_detail::avx512_kernel_f32());
     check_direct_a_matches_packed(gemm_detail::avx512_kernel_f64());
+  }
+}
+
+// The few-columns path gives the bits of the packed path: every column count it takes, A
+// row-major (packed per block) and column-major (in place), B row-major, column-major and packed
+// once, ragged row blocks, one and two K blocks, a bias + ReLU epilogue, 1 and 3 threads.
+template <typename T>
+void check_few_cols_matches_packed(const gemm_detail::MicroKernel<T>& uk) {
+  using namespace gemm_detail;
+  auto pools = make_pools();
+  std::uint32_t seed = 40;
+  for (const std::int64_t m :
+       {std::int64_t{12}, std::int64_t{uk.few_rows + 5}, std::int64_t{100}}) {
+    for (std::int64_t n = 1; n <= few_cols::kMaxCols; ++n) {
+      for (const std::int64_t k : {std::int64_t{7}, std::int64_t{300}}) {
+        for (int layout = 0; layout < 6; ++layout) {
+          // A row-major, column-major, or every other element of a row-major matrix twice as
+          // wide (neither: packed per block); B row-major or column-major.
+          const int a_kind = layout % 3;
+          const bool col_major_b = layout >= 3;
+          Tensor a = random_tensor<T>(a_kind == 1 ? Shape{k, m} : Shape{m, a_kind == 2 ? 2 * k : k},
+                                      seed++);
+          Tensor b = random_tensor<T>(col_major_b ? Shape{n, k} : Shape{k, n}, seed++);
+          Tensor bias = random_tensor<T>({n}, seed++);
+          const StridedMatrix<T> av = a_kind == 0   ? StridedMatrix<T>{a.data<T>(), k, 1}
+                                      : a_kind == 1 ? StridedMatrix<T>{a.data<T>(), 1, m}
+                                                    : StridedMatrix<T>{a.data<T>(), 2 * k, 2};
+          const StridedMatrix<T> bv = col_major_b ? StridedMatrix<T>{b.data<T>(), 1, k}
+                                                  : StridedMatrix<T>{b.data<T>(), n, 1};
+          const Tensor a_view = a_kind == 2 ? Tensor::wrap(DTypeOf<T>::value, {m, k}, {2 * k, 2},
+                                                           a.raw_data(), a.owner())
+                                            : a;
+          const PackedB<T> packed(uk, k, n, bv, nullptr);
+          Epilogue<T> relu;
+          relu.bias = bias.data<T>();
+          relu.activation = Activation::kRelu;
+          for (const Epilogue<T>& ep : {Epilogue<T>{}, relu}) {
+            Tensor want = Tensor::empty(DTypeOf<T>::value, {m, n});
+            packed_gemm<T>(uk, m, n, k, av, bv, want.data<T>(), n, nullptr, ep);
+            if (ep.empty()) {
+              OPWEAVE_CHECK(matches_reference<T>(a_view, b, a_kind == 1, col_major_b, want));
+            }
+            for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), pools[2].get()}) {
+              for (const PackedB<T>* pb : {static_cast<const PackedB<T>*>(nullptr), &packed}) {
+                Tensor got = Tensor::empty(DTypeOf<T>::value, {m, n});
+                few_cols_gemm<T>(uk, m, n, k, av, bv, got.data<T>(), n, pool, ep, pb);
+                if (!same_bits(got, want)) {
+                  std::fprintf(stderr, "few-cols %s m=%lld n=%lld k=%lld layout=%d packed=%d\n",
+                               uk.isa, static_cast<long long>(m), static_cast<long long>(n),
+                               static_cast<long long>(k), layout, pb != nullptr);
+                  OPWEAVE_CHECK(same_bits(got, want));
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+OPWEAVE_TEST(the_few_columns_path_gives_the_bits_of_the_packed_path) {
+  const IsaFlags isa = isa_flags();
+  if (isa.can_run_avx2_files()) {
+    check_few_cols_matches_packed(gemm_detail::avx2_kernel_f32());
+    check_few_cols_matches_packed(gemm_detail::avx2_kernel_f64());
+  }
+  if (isa.can_run_avx512_files()) {
+    check_few_cols_matches_packed(gemm_detail::avx512_kernel_f32());
+    check_few_cols_matches_packed(gemm_detail::avx512_kernel_f64());
+  }
+}
+
+OPWEAVE_TEST(matmul_with_few_columns_matches_reference_in_every_layout) {
+  // gemm() routes these to the few-columns path on CPUs that have it, to the packed one otherwise.
+  std::uint32_t seed = 90;
+  for (int t = 0; t < 4; ++t) {
+    const bool ta = t & 1, tb = t & 2;
+    Tensor a = random_tensor<float>(ta ? Shape{256, 512} : Shape{512, 256}, seed++);
+    Tensor b = random_tensor<float>(tb ? Shape{10, 256} : Shape{256, 10}, seed++);
+    OPWEAVE_CHECK(matches_reference<float>(a, b, ta, tb, matmul(a, b, ta, tb, nullptr)));
   }
 }
 

@@ -28,6 +28,7 @@
 #include "opweave/buffer_cache.h"
 #include "opweave/cpu_info.h"
 #include "opweave/errors.h"
+#include "opweave/kernels/gemm_few_cols.h"
 #include "opweave/kernels/gemm_microkernel.h"
 #include "opweave/parallel_for.h"
 
@@ -671,6 +672,100 @@ template void gemv_gemm<double>(const MicroKernel<double>&, std::int64_t, std::i
                                 const StridedMatrix<double>&, double*, std::int64_t, ThreadPool*,
                                 const Epilogue<double>&, const PackedB<double>*);
 
+// -- the few-columns path ------------------------------------------------------------------------
+
+// C = A * B for n <= few_cols::kMaxCols (a classifier's logits and their weight's gradient), in
+// blocks of rows split across threads, each running every K block in order with its C block in
+// registers. Row-major A (the logits' activations): the few-rows kernel (fn_gemv) on runs of
+// MR - 1 rows reads A and B in place (B packed once if its columns are not contiguous), at
+// n / NR of its lanes busy but with no transposing copy of A. Otherwise (the transposed
+// activations of a weight gradient) the few-columns kernel (fn_few_cols), rows in vector lanes,
+// A read in place when its columns are contiguous, else packed per block. Same K blocks and FMA
+// chains as packed_gemm either way: the same bits.
+template <typename T>
+void few_cols_gemm(const MicroKernel<T>& uk, std::int64_t m, std::int64_t n, std::int64_t k,
+                   const StridedMatrix<T>& a, const StridedMatrix<T>& b, T* c, std::int64_t ldc,
+                   ThreadPool* pool, const Epilogue<T>& ep, const PackedB<T>* packed) {
+  const std::int64_t kc_max = blocking(uk, n, k).kc_max;
+  if (packed != nullptr && !packed->fits(uk)) packed = nullptr;
+  const double flops_per_row = static_cast<double>(k) * static_cast<double>(n);
+  if (a.cs == 1 && uk.fn_gemv != nullptr) {
+    std::unique_ptr<PackedB<T>> own;
+    if (packed == nullptr && b.cs != 1) {
+      own = std::make_unique<PackedB<T>>(uk, k, n, b, pool);
+      packed = own.get();
+    }
+    const std::int64_t run = uk.mr - 1;
+    parallel_for(
+        pool, 0, (m + run - 1) / run, 1,
+        [&](std::int64_t r0, std::int64_t r1) {
+          for (std::int64_t r = r0; r < r1; ++r) {
+            const std::int64_t i0 = r * run;
+            const int rows = static_cast<int>(std::min(run, m - i0));
+            T* ci = c + i0 * ldc;
+            for (std::int64_t pc = 0; pc < k; pc += kc_max) {
+              const std::int64_t kc = std::min(kc_max, k - pc);
+              const T* ap = a.data + i0 * a.rs + pc;
+              if (packed != nullptr) {
+                uk.fn_gemv(rows, n, kc, ap, a.rs, 1, packed->block(0, pc), uk.nr, kc * uk.nr, ci,
+                           ldc, pc > 0);
+              } else {
+                uk.fn_gemv(rows, n, kc, ap, a.rs, 1, b.data + pc * b.rs, b.rs, uk.nr, ci, ldc,
+                           pc > 0);
+              }
+            }
+            if (!ep.empty()) apply_epilogue(ep, rows, n, 0, ci, ldc);
+          }
+        },
+        static_cast<double>(run) * flops_per_row / 4.0);
+    return;
+  }
+  // fn_few_cols reads packed B as one micro-panel (brs = NR): not when the columns spill into a
+  // second one (float64 with AVX2, NR = 8).
+  if (packed != nullptr && n > uk.nr) packed = nullptr;
+  const int fr = uk.few_rows;
+  const bool a_in_place = a.rs == 1;
+  parallel_for(
+      pool, 0, (m + fr - 1) / fr, 1,
+      [&](std::int64_t b0, std::int64_t b1) {
+        AlignedBuffer& abuf = thread_a_buffer();
+        if (!a_in_place) abuf.reserve(sizeof(T) * static_cast<std::size_t>(fr * kc_max));
+        for (std::int64_t blk = b0; blk < b1; ++blk) {
+          const std::int64_t i0 = blk * fr;
+          const int rows = static_cast<int>(std::min<std::int64_t>(fr, m - i0));
+          T* ci = c + i0 * ldc;
+          for (std::int64_t pc = 0; pc < k; pc += kc_max) {
+            const std::int64_t kc = std::min(kc_max, k - pc);
+            const T* ap = a.data + i0 + pc * a.cs;
+            std::int64_t aps = a.cs;
+            if (!a_in_place) {
+              pack_a(a, m, i0, fr, pc, kc, fr, abuf.as<T>());
+              ap = abuf.as<T>();
+              aps = fr;
+            }
+            if (packed != nullptr) {
+              uk.fn_few_cols(rows, static_cast<int>(n), kc, ap, aps, packed->block(0, pc), uk.nr, 1,
+                             ci, ldc, pc > 0);
+            } else {
+              uk.fn_few_cols(rows, static_cast<int>(n), kc, ap, aps, b.data + pc * b.rs, b.rs, b.cs,
+                             ci, ldc, pc > 0);
+            }
+          }
+          if (!ep.empty()) apply_epilogue(ep, rows, n, 0, ci, ldc);
+        }
+      },
+      static_cast<double>(fr) * flops_per_row / 8.0);
+}
+
+template void few_cols_gemm<float>(const MicroKernel<float>&, std::int64_t, std::int64_t,
+                                   std::int64_t, const StridedMatrix<float>&,
+                                   const StridedMatrix<float>&, float*, std::int64_t, ThreadPool*,
+                                   const Epilogue<float>&, const PackedB<float>*);
+template void few_cols_gemm<double>(const MicroKernel<double>&, std::int64_t, std::int64_t,
+                                    std::int64_t, const StridedMatrix<double>&,
+                                    const StridedMatrix<double>&, double*, std::int64_t,
+                                    ThreadPool*, const Epilogue<double>&, const PackedB<double>*);
+
 const char* gemm_isa(bool float64) {
   return float64 ? best_kernel_f64().isa : best_kernel_f32().isa;
 }
@@ -739,6 +834,8 @@ void gemm(std::int64_t m, std::int64_t n, std::int64_t k, StridedMatrix<T> a, St
     gemv_gemm(uk, m, n, k, a, b, c, ldc, pool, ep, packed);
   } else if (gemm_is_small(m, n, k)) {
     small_gemm(m, n, k, a, b, c, ldc, pool, ep);
+  } else if (n <= few_cols::kMaxCols && uk.fn_few_cols != nullptr) {
+    few_cols_gemm(uk, m, n, k, a, b, c, ldc, pool, ep, packed);
   } else {
     packed_gemm(uk, m, n, k, a, b, c, ldc, pool, ep, packed);
   }

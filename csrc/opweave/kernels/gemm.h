@@ -95,6 +95,14 @@ void gemv_gemm(const MicroKernel<T>& kernel, std::int64_t m, std::int64_t n, std
                const StridedMatrix<T>& a, const StridedMatrix<T>& b, T* c, std::int64_t ldc,
                ThreadPool* pool, const Epilogue<T>& ep = {}, const PackedB<T>* packed = nullptr);
 
+// The few-columns path (n <= few_cols::kMaxCols, and the kernel has fn_few_cols) with an explicit
+// micro-kernel.
+template <typename T>
+void few_cols_gemm(const MicroKernel<T>& kernel, std::int64_t m, std::int64_t n, std::int64_t k,
+                   const StridedMatrix<T>& a, const StridedMatrix<T>& b, T* c, std::int64_t ldc,
+                   ThreadPool* pool, const Epilogue<T>& ep = {},
+                   const PackedB<T>* packed = nullptr);
+
 // An operand that gemm_sourced() reads block by block, straight into its packing buffers, instead
 // of from a strided view of memory: the image-patch matrix of a convolution exists only as the
 // blocks the GEMM packs (conv_packing.h), never as a whole im2col buffer.

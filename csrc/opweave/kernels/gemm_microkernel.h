@@ -32,6 +32,14 @@ using MicroKernelGemvFn = void (*)(int m, std::int64_t cols, std::int64_t kc, co
                                    std::int64_t ars, std::int64_t aks, const T* b, std::int64_t brs,
                                    std::int64_t bps, T* c, std::int64_t ldc, bool accumulate);
 
+// Few columns (0 < cols <= few_cols::kMaxCols, gemm_few_cols.h): C[rows x cols] (+)= A[rows x kc] *
+// B[kc x cols] for 0 < rows <= few_rows, with A's (i, p) at a[i + p * aps] (its columns
+// contiguous) and B's (p, j) at b[p * brs + j * bcs]. Same FMA chains as fn: the same bits.
+template <typename T>
+using MicroKernelFewColsFn = void (*)(int rows, int cols, std::int64_t kc, const T* a,
+                                      std::int64_t aps, const T* b, std::int64_t brs,
+                                      std::int64_t bcs, T* c, std::int64_t ldc, bool accumulate);
+
 // The runs kernel's arguments (gemm_runs.h): C[rows x NR] (+)= sum over runs r < nruns and steps
 // p < len of A(i, r, p) * B(r, p, j), A(i, r, p) = row_i[a_off[r] + p * lda] with row_i =
 // a_rows[i] (rows pointers) or a_base + i (when a_rows is null), B(r, p, j) = b_run[r][p * ldb + j]
@@ -67,9 +75,11 @@ struct MicroKernel {
   std::int64_t kc, mc, nc;
   MicroKernelFn<T> fn;
   const char* isa;
-  MicroKernelRowsFn<T> fn_rows = nullptr;  // optional
-  MicroKernelGemvFn<T> fn_gemv = nullptr;  // optional
-  MicroKernelRunsFn<T> fn_runs = nullptr;  // optional (direct convolutions)
+  MicroKernelRowsFn<T> fn_rows = nullptr;         // optional
+  MicroKernelGemvFn<T> fn_gemv = nullptr;         // optional
+  MicroKernelRunsFn<T> fn_runs = nullptr;         // optional (direct convolutions)
+  MicroKernelFewColsFn<T> fn_few_cols = nullptr;  // optional
+  int few_rows = 0;                               // rows of one fn_few_cols call at most
 };
 
 MicroKernel<float> portable_kernel_f32();

@@ -7,6 +7,7 @@
 #if defined(OPWEAVE_X86_64)
 #include <immintrin.h>
 
+#include "opweave/kernels/gemm_few_cols.h"
 #include "opweave/kernels/gemm_gemv.h"
 #include "opweave/kernels/gemm_microkernel.h"
 #include "opweave/kernels/gemm_runs.h"
@@ -164,6 +165,17 @@ void gemv_f64(int m, std::int64_t cols, std::int64_t kc, const double* a, std::i
   gemv::dispatch<SimdF64, 16>(m, cols, kc, a, ars, aks, b, brs, bps, c, ldc, accumulate);
 }
 
+void few_cols_f32(int rows, int cols, std::int64_t kc, const float* a, std::int64_t aps,
+                  const float* b, std::int64_t brs, std::int64_t bcs, float* c, std::int64_t ldc,
+                  bool accumulate) {
+  few_cols::dispatch<SimdF32, 1>(rows, cols, kc, a, aps, b, brs, bcs, c, ldc, accumulate);
+}
+void few_cols_f64(int rows, int cols, std::int64_t kc, const double* a, std::int64_t aps,
+                  const double* b, std::int64_t brs, std::int64_t bcs, double* c, std::int64_t ldc,
+                  bool accumulate) {
+  few_cols::dispatch<SimdF64, 1>(rows, cols, kc, a, aps, b, brs, bcs, c, ldc, accumulate);
+}
+
 void runs_f32(const RunsArgs<float>& x) { runs::dispatch<SimdF32>(x); }
 void runs_f64(const RunsArgs<double>& x) { runs::dispatch<SimdF64>(x); }
 
@@ -173,10 +185,12 @@ void runs_f64(const RunsArgs<double>& x) { runs::dispatch<SimdF64>(x); }
 // 256 = 144 KiB of packed A stays in L2. NC=4080 (a multiple of 16 and of 6*... near 4K) bounds the
 // B panel at 4 MiB, kept in L3.
 MicroKernel<float> avx2_kernel_f32() {
-  return {6, 16, 256, 144, 4080, &kernel_f32_6x16, "avx2+fma", nullptr, &gemv_f32, &runs_f32};
+  return {6,          16,      256,       144,       4080,          &kernel_f32_6x16,
+          "avx2+fma", nullptr, &gemv_f32, &runs_f32, &few_cols_f32, 8};
 }
 MicroKernel<double> avx2_kernel_f64() {
-  return {6, 8, 256, 72, 4080, &kernel_f64_6x8, "avx2+fma", nullptr, &gemv_f64, &runs_f64};
+  return {6,          8,       256,       72,        4080,          &kernel_f64_6x8,
+          "avx2+fma", nullptr, &gemv_f64, &runs_f64, &few_cols_f64, 4};
 }
 
 }  // namespace opweave::gemm_detail

@@ -12,6 +12,7 @@
 
 #include <cstddef>
 
+#include "opweave/kernels/gemm_few_cols.h"
 #include "opweave/kernels/gemm_gemv.h"
 #include "opweave/kernels/gemm_microkernel.h"
 #include "opweave/kernels/gemm_runs.h"
@@ -191,6 +192,17 @@ void gemv_f64(int m, std::int64_t cols, std::int64_t kc, const double* a, std::i
   gemv::dispatch<SimdF64, 32>(m, cols, kc, a, ars, aks, b, brs, bps, c, ldc, accumulate);
 }
 
+void few_cols_f32(int rows, int cols, std::int64_t kc, const float* a, std::int64_t aps,
+                  const float* b, std::int64_t brs, std::int64_t bcs, float* c, std::int64_t ldc,
+                  bool accumulate) {
+  few_cols::dispatch<SimdF32, 2>(rows, cols, kc, a, aps, b, brs, bcs, c, ldc, accumulate);
+}
+void few_cols_f64(int rows, int cols, std::int64_t kc, const double* a, std::int64_t aps,
+                  const double* b, std::int64_t brs, std::int64_t bcs, double* c, std::int64_t ldc,
+                  bool accumulate) {
+  few_cols::dispatch<SimdF64, 2>(rows, cols, kc, a, aps, b, brs, bcs, c, ldc, accumulate);
+}
+
 void runs_f32(const RunsArgs<float>& x) { runs::dispatch<SimdF32>(x); }
 void runs_f64(const RunsArgs<double>& x) { runs::dispatch<SimdF64>(x); }
 
@@ -201,14 +213,16 @@ void runs_f64(const RunsArgs<double>& x) { runs::dispatch<SimdF64>(x); }
 // driver balances longer K into equal blocks <= 256). MC=144 rows: 144 KiB of packed A in the
 // 2 MiB L2. NC=4096 bounds the B panel (KC x NC, 4 MiB) so it stays in L3.
 MicroKernel<float> avx512_kernel_f32() {
-  return {kMr, 32, 256, 144, 4096, &packed_f32, "avx512", &rows_f32, &gemv_f32, &runs_f32};
+  return {kMr,      32,        256,       144,       4096,          &packed_f32,
+          "avx512", &rows_f32, &gemv_f32, &runs_f32, &few_cols_f32, 2 * 16};
 }
 // float64: half the columns, so the same bytes per B micro-panel at the same KC. NC=1024: the B
 // panel is 2 MiB (it was 8 MiB at NC=4096 and 4 MiB for n = 2048). Swept with gemm_microbench at
 // n = 2048 on the loaded machine: NC=1024 beat 4096 in 6 of 6 paired runs (by 2-8 GFLOP/s, ~45),
 // NC=512 was slower (more A packing); KC=192 or 384 were no better than 256 (within the noise).
 MicroKernel<double> avx512_kernel_f64() {
-  return {kMr, 16, 256, 144, 1024, &packed_f64, "avx512", &rows_f64, &gemv_f64, &runs_f64};
+  return {kMr,      16,        256,       144,       1024,          &packed_f64,
+          "avx512", &rows_f64, &gemv_f64, &runs_f64, &few_cols_f64, 2 * 8};
 }
 
 }  // namespace opweave::gemm_detail
