@@ -185,12 +185,20 @@ void runs_f64(const RunsArgs<double>& x) { runs::dispatch<SimdF64>(x); }
 // 256 = 144 KiB of packed A stays in L2. NC=4080 (a multiple of 16 and of 6*... near 4K) bounds the
 // B panel at 4 MiB, kept in L3.
 MicroKernel<float> avx2_kernel_f32() {
-  return {6,          16,      256,       144,       4080,          &kernel_f32_6x16,
-          "avx2+fma", nullptr, &gemv_f32, &runs_f32, &few_cols_f32, 8};
+  MicroKernel<float> k{6, 16, 256, 144, 4080, &kernel_f32_6x16, "avx2+fma"};
+  k.fn_gemv = &gemv_f32;
+  k.fn_runs = &runs_f32;
+  k.fn_few_cols = &few_cols_f32;
+  k.few_rows = 8;
+  return k;
 }
 MicroKernel<double> avx2_kernel_f64() {
-  return {6,          8,       256,       72,        4080,          &kernel_f64_6x8,
-          "avx2+fma", nullptr, &gemv_f64, &runs_f64, &few_cols_f64, 4};
+  MicroKernel<double> k{6, 8, 256, 72, 4080, &kernel_f64_6x8, "avx2+fma"};
+  k.fn_gemv = &gemv_f64;
+  k.fn_runs = &runs_f64;
+  k.fn_few_cols = &few_cols_f64;
+  k.few_rows = 4;
+  return k;
 }
 
 }  // namespace opweave::gemm_detail

@@ -213,16 +213,26 @@ void runs_f64(const RunsArgs<double>& x) { runs::dispatch<SimdF64>(x); }
 // driver balances longer K into equal blocks <= 256). MC=144 rows: 144 KiB of packed A in the
 // 2 MiB L2. NC=4096 bounds the B panel (KC x NC, 4 MiB) so it stays in L3.
 MicroKernel<float> avx512_kernel_f32() {
-  return {kMr,      32,        256,       144,       4096,          &packed_f32,
-          "avx512", &rows_f32, &gemv_f32, &runs_f32, &few_cols_f32, 2 * 16};
+  MicroKernel<float> k{kMr, 32, 256, 144, 4096, &packed_f32, "avx512"};
+  k.fn_rows = &rows_f32;
+  k.fn_gemv = &gemv_f32;
+  k.fn_runs = &runs_f32;
+  k.fn_few_cols = &few_cols_f32;
+  k.few_rows = 2 * 16;
+  return k;
 }
 // float64: half the columns, so the same bytes per B micro-panel at the same KC. NC=1024: the B
 // panel is 2 MiB (it was 8 MiB at NC=4096 and 4 MiB for n = 2048). Swept with gemm_microbench at
 // n = 2048 on the loaded machine: NC=1024 beat 4096 in 6 of 6 paired runs (by 2-8 GFLOP/s, ~45),
 // NC=512 was slower (more A packing); KC=192 or 384 were no better than 256 (within the noise).
 MicroKernel<double> avx512_kernel_f64() {
-  return {kMr,      16,        256,       144,       1024,          &packed_f64,
-          "avx512", &rows_f64, &gemv_f64, &runs_f64, &few_cols_f64, 2 * 8};
+  MicroKernel<double> k{kMr, 16, 256, 144, 1024, &packed_f64, "avx512"};
+  k.fn_rows = &rows_f64;
+  k.fn_gemv = &gemv_f64;
+  k.fn_runs = &runs_f64;
+  k.fn_few_cols = &few_cols_f64;
+  k.few_rows = 2 * 8;
+  return k;
 }
 
 }  // namespace opweave::gemm_detail
