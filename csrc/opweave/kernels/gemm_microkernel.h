@@ -75,7 +75,9 @@ struct MicroKernel {
   std::int64_t kc, mc, nc;
   MicroKernelFn<T> fn;
   const char* isa;
-  MicroKernelRowsFn<T> fn_rows = nullptr;         // optional
+  MicroKernelRowsFn<T> fn_rows = nullptr;  // optional
+  // optional: the tile from an unpacked column-major A, row i of step p at a[p * lda + i]
+  MicroKernelRowsFn<T> fn_cols = nullptr;
   MicroKernelGemvFn<T> fn_gemv = nullptr;         // optional
   MicroKernelRunsFn<T> fn_runs = nullptr;         // optional (direct convolutions)
   MicroKernelFewColsFn<T> fn_few_cols = nullptr;  // optional

@@ -37,13 +37,18 @@ inline void prefetch_c_tile(const T* c, std::int64_t ldc, std::size_t row_bytes)
 
 // The accumulator arrays are indexed only by compile-time constants after unrolling, so the
 // compiler keeps them in registers (checked in the disassembly: no spills in the k loop).
-// kRows = false: a is a packed micro-panel (a[p * kMr + i]). kRows = true: a points at row 0 of
-// an unpacked row-major A block (a[i * lda + p]), which the driver uses for small problems where
-// packing A would cost more than it saves. Same FMA chain either way, so the same bits.
-template <bool kRows>
+// kRows = false: a is a packed micro-panel (a[p * kMr + i], lda = 0), or with lda > 0 the
+// columns of a column-major A in place (a[p * lda + i]). kRows = true: a points at row 0 of an
+// unpacked row-major A block (a[i * lda + p]). The driver reads A in place where packing it would
+// cost more than it saves. Same FMA chain every way, so the same bits. kPrefetchA (columns in
+// place): each step's kMr values are a fresh line lda apart, which the hardware prefetchers
+// follow late on the first pass over a panel; ask for them kPrefetchSteps steps ahead.
+constexpr int kPrefetchSteps = 16;
+template <bool kRows, bool kPrefetchA = false>
 inline void kernel_f32_12x32(std::int64_t kc, const float* a, std::int64_t lda, const float* b,
                              float* c, std::int64_t ldc, bool accumulate) {
   prefetch_c_tile(c, ldc, 32 * sizeof(float));
+  const std::int64_t a_step = kRows || lda == 0 ? kMr : lda;
   // Four row bases three rows apart: row 3q + r is base_q + r * lda, an addressing mode with
   // one index register (no pointer spills in the k loop).
   const float* a0 = a;
@@ -55,6 +60,11 @@ inline void kernel_f32_12x32(std::int64_t kc, const float* a, std::int64_t lda, 
   for (int i = 0; i < kMr; ++i) lo[i] = hi[i] = _mm512_setzero_ps();
 #pragma GCC unroll 2
   for (std::int64_t p = 0; p < kc; ++p) {
+    if (kPrefetchA) {
+      const char* ahead = reinterpret_cast<const char*>(a + kPrefetchSteps * a_step);
+      _mm_prefetch(ahead, _MM_HINT_T0);
+      _mm_prefetch(ahead + kMr * sizeof(float) - 1, _MM_HINT_T0);
+    }
     const __m512 b0 = _mm512_load_ps(b);
     const __m512 b1 = _mm512_load_ps(b + 16);
 #pragma GCC unroll 12
@@ -67,7 +77,7 @@ inline void kernel_f32_12x32(std::int64_t kc, const float* a, std::int64_t lda, 
     if (kRows) {
       ++a0, ++a3, ++a6, ++a9;
     } else {
-      a += kMr;
+      a += a_step;
     }
     b += 32;
   }
@@ -87,6 +97,7 @@ template <bool kRows>
 inline void kernel_f64_12x16(std::int64_t kc, const double* a, std::int64_t lda, const double* b,
                              double* c, std::int64_t ldc, bool accumulate) {
   prefetch_c_tile(c, ldc, 16 * sizeof(double));
+  const std::int64_t a_step = kRows || lda == 0 ? kMr : lda;
   const double* a0 = a;
   const double* a3 = a + 3 * lda;
   const double* a6 = a + 6 * lda;
@@ -108,7 +119,7 @@ inline void kernel_f64_12x16(std::int64_t kc, const double* a, std::int64_t lda,
     if (kRows) {
       ++a0, ++a3, ++a6, ++a9;
     } else {
-      a += kMr;
+      a += a_step;
     }
     b += 16;
   }
@@ -128,6 +139,10 @@ void packed_f32(std::int64_t kc, const float* a, const float* b, float* c, std::
                 bool accumulate) {
   kernel_f32_12x32<false>(kc, a, 0, b, c, ldc, accumulate);
 }
+void cols_f32(std::int64_t kc, const float* a, std::int64_t lda, const float* b, float* c,
+              std::int64_t ldc, bool accumulate) {
+  kernel_f32_12x32<false, true>(kc, a, lda, b, c, ldc, accumulate);
+}
 void rows_f32(std::int64_t kc, const float* a, std::int64_t lda, const float* b, float* c,
               std::int64_t ldc, bool accumulate) {
   kernel_f32_12x32<true>(kc, a, lda, b, c, ldc, accumulate);
@@ -135,6 +150,10 @@ void rows_f32(std::int64_t kc, const float* a, std::int64_t lda, const float* b,
 void packed_f64(std::int64_t kc, const double* a, const double* b, double* c, std::int64_t ldc,
                 bool accumulate) {
   kernel_f64_12x16<false>(kc, a, 0, b, c, ldc, accumulate);
+}
+void cols_f64(std::int64_t kc, const double* a, std::int64_t lda, const double* b, double* c,
+              std::int64_t ldc, bool accumulate) {
+  kernel_f64_12x16<false>(kc, a, lda, b, c, ldc, accumulate);
 }
 void rows_f64(std::int64_t kc, const double* a, std::int64_t lda, const double* b, double* c,
               std::int64_t ldc, bool accumulate) {
@@ -215,6 +234,7 @@ void runs_f64(const RunsArgs<double>& x) { runs::dispatch<SimdF64>(x); }
 MicroKernel<float> avx512_kernel_f32() {
   MicroKernel<float> k{kMr, 32, 256, 144, 4096, &packed_f32, "avx512"};
   k.fn_rows = &rows_f32;
+  k.fn_cols = &cols_f32;
   k.fn_gemv = &gemv_f32;
   k.fn_runs = &runs_f32;
   k.fn_few_cols = &few_cols_f32;
@@ -228,6 +248,7 @@ MicroKernel<float> avx512_kernel_f32() {
 MicroKernel<double> avx512_kernel_f64() {
   MicroKernel<double> k{kMr, 16, 256, 144, 1024, &packed_f64, "avx512"};
   k.fn_rows = &rows_f64;
+  k.fn_cols = &cols_f64;
   k.fn_gemv = &gemv_f64;
   k.fn_runs = &runs_f64;
   k.fn_few_cols = &few_cols_f64;
