@@ -171,53 +171,25 @@ OPWEAVE_TEST(every_micro_kernel_matches_reference_across_several_nc_blocks) {
   }
 }
 
-// Kernels that can read row-major A in place (fn_rows) must give the bits of the packed path:
-// same shape run with and without fn_rows, ragged rows and columns, several K blocks, 1 and 3
-// threads.
+// Kernels that read A in place -- row-major by fn_rows, or column-major (`columns`) by fn_cols --
+// must give the bits of the packed path: same shape run with and without that entry point, ragged
+// rows and columns, several K blocks, 1 and 3 threads, A a view into a wider (taller) matrix.
 template <typename T>
-void check_direct_a_matches_packed(gemm_detail::MicroKernel<T> uk) {
+void check_a_in_place_matches_packed(gemm_detail::MicroKernel<T> uk, bool columns) {
   using namespace gemm_detail;
   const std::int64_t sizes[][3] = {{256, 256, 256}, {151, 35, 259}, {13, 100, 70}, {25, 33, 5}};
   auto pools = make_pools();
   for (const auto& s : sizes) {
     const std::int64_t m = s[0], n = s[1], k = s[2];
-    // Row stride k + 3: A is a view into a wider matrix.
-    Tensor a = random_tensor<T>({m, k + 3}, 11), b = random_tensor<T>({k, n}, 12);
+    // A (A^T for columns) with a stride 3 more than its width.
+    const Shape stored = columns ? Shape{k, m + 3} : Shape{m, k + 3};
+    Tensor a = random_tensor<T>(stored, columns ? 13 : 11), b = random_tensor<T>({k, n}, 12);
+    const StridedMatrix<T> av =
+        columns ? StridedMatrix<T>{a.data<T>(), 1, m + 3} : StridedMatrix<T>{a.data<T>(), k + 3, 1};
     Tensor c_direct = Tensor::empty(DTypeOf<T>::value, {m, n});
     Tensor c_packed = Tensor::empty(DTypeOf<T>::value, {m, n});
     MicroKernel<T> packed = uk;
-    packed.fn_rows = nullptr;
-    for (std::int64_t kc : {uk.kc, std::int64_t{64}}) {
-      uk.kc = packed.kc = kc;
-      for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), pools[2].get()}) {
-        packed_gemm<T>(uk, m, n, k, {a.data<T>(), k + 3, 1}, {b.data<T>(), n, 1},
-                       c_direct.data<T>(), n, pool);
-        packed_gemm<T>(packed, m, n, k, {a.data<T>(), k + 3, 1}, {b.data<T>(), n, 1},
-                       c_packed.data<T>(), n, pool);
-        OPWEAVE_CHECK(same_bits(c_direct, c_packed));
-      }
-    }
-    Tensor a_view = Tensor::wrap(DTypeOf<T>::value, {m, k}, {k + 3, 1}, a.raw_data(), a.owner());
-    OPWEAVE_CHECK(matches_reference<T>(a_view, b, false, false, c_direct));
-  }
-}
-
-// Kernels that read column-major A in place (fn_cols) give the bits of packing it: ragged rows
-// and columns, several K blocks, 1 and 3 threads, A a view into a taller matrix.
-template <typename T>
-void check_direct_cols_matches_packed(gemm_detail::MicroKernel<T> uk) {
-  using namespace gemm_detail;
-  const std::int64_t sizes[][3] = {{256, 256, 256}, {151, 35, 259}, {13, 100, 70}, {25, 33, 5}};
-  auto pools = make_pools();
-  for (const auto& s : sizes) {
-    const std::int64_t m = s[0], n = s[1], k = s[2];
-    // Column stride m + 3: A^T is a view into a wider matrix.
-    Tensor at = random_tensor<T>({k, m + 3}, 13), b = random_tensor<T>({k, n}, 14);
-    const StridedMatrix<T> av{at.data<T>(), 1, m + 3};
-    Tensor c_direct = Tensor::empty(DTypeOf<T>::value, {m, n});
-    Tensor c_packed = Tensor::empty(DTypeOf<T>::value, {m, n});
-    MicroKernel<T> packed = uk;
-    packed.fn_cols = nullptr;
+    (columns ? packed.fn_cols : packed.fn_rows) = nullptr;
     for (std::int64_t kc : {uk.kc, std::int64_t{64}}) {
       uk.kc = packed.kc = kc;
       for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), pools[2].get()}) {
@@ -226,22 +198,20 @@ void check_direct_cols_matches_packed(gemm_detail::MicroKernel<T> uk) {
         OPWEAVE_CHECK(same_bits(c_direct, c_packed));
       }
     }
-    Tensor a_view = Tensor::wrap(DTypeOf<T>::value, {k, m}, {m + 3, 1}, at.raw_data(), at.owner());
-    OPWEAVE_CHECK(matches_reference<T>(a_view, b, true, false, c_direct));
-  }
-}
-
-OPWEAVE_TEST(reading_column_major_a_in_place_gives_the_bits_of_packing_it) {
-  if (isa_flags().can_run_avx512_files()) {
-    check_direct_cols_matches_packed(gemm_detail::avx512_kernel_f32());
-    check_direct_cols_matches_packed(gemm_detail::avx512_kernel_f64());
+    const Shape logical = columns ? Shape{k, m} : Shape{m, k};
+    const std::int64_t row_stride = columns ? m + 3 : k + 3;
+    Tensor a_view =
+        Tensor::wrap(DTypeOf<T>::value, logical, {row_stride, 1}, a.raw_data(), a.owner());
+    OPWEAVE_CHECK(matches_reference<T>(a_view, b, columns, false, c_direct));
   }
 }
 
 OPWEAVE_TEST(reading_a_in_place_gives_the_bits_of_packing_it) {
   if (isa_flags().can_run_avx512_files()) {
-    check_direct_a_matches_packed(gemm_detail::avx512_kernel_f32());
-    check_direct_a_matches_packed(gemm_detail::avx512_kernel_f64());
+    for (const bool columns : {false, true}) {
+      check_a_in_place_matches_packed(gemm_detail::avx512_kernel_f32(), columns);
+      check_a_in_place_matches_packed(gemm_detail::avx512_kernel_f64(), columns);
+    }
   }
 }
 

@@ -323,32 +323,21 @@ const MicroKernel<double>& best_kernel<double>() {
   return best_kernel_f64();
 }
 
-// Whether the micro-kernel reads row-major A in place instead of from packed micro-panels. Packing
-// A is paid once per A block and amortised over the n / NR micro-kernel calls that reuse each
-// panel; for narrow C that is too few (n = 256 float32: 8 calls, packing A took ~16% of the time;
-// reading A in place ran 80 -> 101 GFLOP/s, f32 n = 512 85 -> 94, f64 n = 512 35 -> 40). Not when
-// A's rows all start at the same 4 KiB offset: twelve rows would share the L1 sets of the B
-// micro-panel and evict it (f64 n = 1024 direct: 41 -> 29). Depends on shapes and strides only,
-// and the FMA chains are the same either way: same bits.
+// Whether the micro-kernel reads A in place instead of from packed micro-panels: row-major A by
+// fn_rows, or column-major A by fn_cols (the transposed activations of a weight gradient, whose
+// steps are MR contiguous values already: packing only copied them; dW of a 512-wide layer at
+// batch 256 103 -> 110 GFLOP/s). Packing A is paid once per A block and amortised over the n / NR
+// micro-kernel calls that reuse each panel; for narrow C that is too few (n = 256 float32: 8
+// calls, packing A took ~16% of the time; reading rows in place ran 80 -> 101 GFLOP/s, f32 n = 512
+// 85 -> 94, f64 n = 512 35 -> 40). Not when the rows (columns) all start at the same 4 KiB offset:
+// a panel's twelve rows (every step) would share the L1 sets of the B micro-panel and evict it
+// (f64 n = 1024 rows in place: 41 -> 29). Depends on shapes and strides only, and the FMA chains
+// are the same either way: same bits.
 template <typename T>
-bool use_direct_a(const MicroKernel<T>& uk, const StridedMatrix<T>& a, std::int64_t n,
-                  std::size_t elem) {
-  if (uk.fn_rows == nullptr || a.cs != 1) return false;
-  const std::int64_t row_bytes = a.rs * static_cast<std::int64_t>(elem);
-  return n <= 512 && row_bytes % 4096 != 0;
-}
-
-// Column-major A (the transposed activations of a weight gradient) read in place by fn_cols: each
-// step is MR contiguous values already, the packed panel's layout at a stride of a.cs, so packing
-// only copied it (dW of a 512-wide layer at batch 256: 103 -> 110 GFLOP/s). The same limits as
-// reading rows in place: a column stride of a multiple of 4 KiB would put every step of a panel in
-// one L1 set, and wide products reuse a packed panel across many B panels.
-template <typename T>
-bool use_direct_cols(const MicroKernel<T>& uk, const StridedMatrix<T>& a, std::int64_t n,
-                     std::size_t elem) {
-  if (uk.fn_cols == nullptr || a.rs != 1) return false;
-  const std::int64_t col_bytes = a.cs * static_cast<std::int64_t>(elem);
-  return n <= 512 && col_bytes % 4096 != 0;
+bool reads_a_in_place(MicroKernelRowsFn<T> fn, std::int64_t unit_stride, std::int64_t stride,
+                      std::int64_t n) {
+  if (fn == nullptr || unit_stride != 1) return false;
+  return n <= 512 && stride * static_cast<std::int64_t>(sizeof(T)) % 4096 != 0;
 }
 
 }  // namespace
@@ -496,8 +485,8 @@ void packed_gemm(const MicroKernel<T>& uk, std::int64_t m, std::int64_t n, std::
   // time. Which thread computes a block never changes its bits.
   const std::int64_t per_thread = (m_panels + threads * mc_panels - 1) / (threads * mc_panels);
   const std::int64_t blocks = std::max<std::int64_t>(1, std::min(m_panels, threads * per_thread));
-  const bool direct_a = use_direct_a(uk, a, n, sizeof(T));
-  const bool direct_cols = !direct_a && use_direct_cols(uk, a, n, sizeof(T));
+  const bool direct_a = reads_a_in_place(uk.fn_rows, a.cs, a.rs, n);
+  const bool direct_cols = !direct_a && reads_a_in_place(uk.fn_cols, a.rs, a.cs, n);
   // Rows that do not fill a micro-panel (m = 16: 12 + 4) go to the few-rows kernel, which reads
   // the same packed B panels and computes the same FMA chains, instead of a zero-padded tile
   // (a third of the FMAs wasted at m = 16).
@@ -948,7 +937,8 @@ template class TransposedSource<double>;
 namespace {
 
 // Row stride of an A block packed as rows: kc rounded up to a cache line, and never a multiple of
-// 4 KiB (rows at one 4 KiB offset would share the L1 sets of the B micro-panel; see use_direct_a).
+// 4 KiB (rows at one 4 KiB offset would share the L1 sets of the B micro-panel; see
+// reads_a_in_place).
 template <typename T>
 std::int64_t rows_stride(std::int64_t kc) {
   constexpr std::int64_t per_line = 64 / static_cast<std::int64_t>(sizeof(T));
