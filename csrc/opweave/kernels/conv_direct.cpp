@@ -230,6 +230,8 @@ bool conv_direct(const PatchGeometry& g, const T* image, const T* b, std::int64_
     std::int64_t rows = 0, cols = 0, count = 0, first_tile = 0;
     const std::vector<std::int64_t>* row_members = nullptr;
     const std::vector<std::int64_t>* col_members = nullptr;
+    // Per column member: its offset in the image (none for a class without taps) and in C.
+    std::vector<std::int64_t> in_col, out_col;
   };
   std::vector<PixelClass> classes;
   std::int64_t tiles = 0;
@@ -253,6 +255,10 @@ bool conv_direct(const PatchGeometry& g, const T* image, const T* b, std::int64_
       }
       cl.row_members = &rows_cls.members[a];
       cl.col_members = &cols_cls.members[bc];
+      for (const std::int64_t gj : *cl.col_members) {
+        cl.in_col.push_back(cl.tap.empty() ? 0 : gj * g.stride_w * ch);
+        cl.out_col.push_back(gj * ldc);
+      }
       cl.rows = static_cast<std::int64_t>(cl.row_members->size());
       cl.cols = static_cast<std::int64_t>(cl.col_members->size());
       cl.count = g.batch * cl.rows * cl.cols;
@@ -301,23 +307,31 @@ bool conv_direct(const PatchGeometry& g, const T* image, const T* b, std::int64_
           const std::int64_t per_image = cl.rows * cl.cols;
           std::int64_t img_n = p_first / per_image, rem = p_first % per_image;
           std::int64_t ri = rem / cl.cols, ci = rem % cl.cols;
+          // The pixel's input at the class's first tap (inside the image; a class without taps
+          // reads nothing) and its output row: a base per output row, recomputed when the walk
+          // leaves it, plus the column's offsets.
+          const T* in_row = nullptr;
+          T* out_row = nullptr;
+          auto start_row = [&] {
+            const std::int64_t gi = (*cl.row_members)[static_cast<std::size_t>(ri)];
+            in_row = cl.tap.empty()
+                         ? image
+                         : image + ((img_n * g.height + gi * g.stride_h + cl.first_h) * g.width +
+                                    cl.first_w) *
+                                       ch;
+            out_row = c + (img_n * g.grid_h + gi) * g.grid_w * ldc;
+          };
+          start_row();
           for (int tt = 0; tt < ntiles; ++tt) {
             const std::int64_t p0 = p_first + tt * mr;
             counts[tt] = static_cast<int>(std::min<std::int64_t>(mr, cl.count - p0));
             for (int i = 0; i < counts[tt]; ++i) {
-              const std::int64_t gi = (*cl.row_members)[static_cast<std::size_t>(ri)];
-              const std::int64_t gj = (*cl.col_members)[static_cast<std::size_t>(ci)];
-              // At the class's first tap (inside the image; a class without taps reads nothing).
-              rows[tt][i] =
-                  cl.tap.empty()
-                      ? image
-                      : image + ((img_n * g.height + gi * g.stride_h + cl.first_h) * g.width +
-                                 gj * g.stride_w + cl.first_w) *
-                                    ch;
-              c_rows[tt][i] = c + ((img_n * g.grid_h + gi) * g.grid_w + gj) * ldc;
+              rows[tt][i] = in_row + cl.in_col[static_cast<std::size_t>(ci)];
+              c_rows[tt][i] = out_row + cl.out_col[static_cast<std::size_t>(ci)];
               if (++ci == cl.cols) {
                 ci = 0;
                 if (++ri == cl.rows) ri = 0, ++img_n;
+                if (p0 + i + 1 < cl.count) start_row();
               }
             }
           }
@@ -350,13 +364,16 @@ bool conv_direct(const PatchGeometry& g, const T* image, const T* b, std::int64_
               x.bias = ep_now && ep.bias != nullptr ? ep.bias + q * nr : nullptr;
               x.relu = ep_now && ep.activation == Activation::kRelu;
               for (int tt = 0; tt < ntiles; ++tt) {
-                T* outs[16];
-                for (int i = 0; i < counts[tt]; ++i) {
-                  outs[i] = direct ? c_rows[tt][i] + q * nr : tile[tt] + i * nr;
-                }
                 x.rows = counts[tt];
                 x.a_rows = rows[tt];
-                x.c_rows = outs;
+                if (direct) {
+                  x.c_rows = c_rows[tt];
+                  x.c_col = q * nr;
+                } else {
+                  x.c_rows = nullptr;
+                  x.c = tile[tt];
+                  x.ldc = nr;
+                }
                 uk.fn_runs(x);
               }
             }

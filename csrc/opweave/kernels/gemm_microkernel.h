@@ -43,7 +43,8 @@ using MicroKernelFewColsFn = void (*)(int rows, int cols, std::int64_t kc, const
 // The runs kernel's arguments (gemm_runs.h): C[rows x NR] (+)= sum over runs r < nruns and steps
 // p < len of A(i, r, p) * B(r, p, j), A(i, r, p) = row_i[a_off[r] + p * lda] with row_i =
 // a_rows[i] (rows pointers) or a_base + i (when a_rows is null), B(r, p, j) = b_run[r][p * ldb + j]
-// (NR readable values per step), C's rows at c_rows[i], or c + i * ldc when c_rows is null.
+// (NR readable values per step), C's rows at c_rows[i] + c_col, or c + i * ldc when c_rows is
+// null.
 // 1 <= rows <= MR. Then, in registers before the store: + bias[j] when bias is set (NR values),
 // then ReLU when relu is set (x < 0 ? 0 : x, so -0 and NaN pass): a convolution's fused epilogue,
 // the same operations as apply_epilogue (gemm.h), so the same bits.
@@ -58,6 +59,7 @@ struct RunsArgs {
   T* c = nullptr;
   std::int64_t ldc = 0;
   T* const* c_rows = nullptr;
+  std::int64_t c_col = 0;
   bool accumulate = false;
   const T* bias = nullptr;
   bool relu = false;

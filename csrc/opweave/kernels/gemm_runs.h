@@ -8,7 +8,7 @@
 //   C[i][j] (+)= sum over runs r (in order), p < len (in order) of  A(i, r, p) * B(r, p, j)
 //   A(i, r, p) = row_i[a_off[r] + p * lda],   row_i = a_rows[i], or a_base + i when a_rows is null
 //   B(r, p, j) = b_run[r][p * ldb + j]        (NR readable values per step: pad B if need be)
-//   C's row i at c_rows[i], or c + i * ldc     (the pixels of a tile need not be neighbours)
+//   C's row i at c_rows[i] + c_col, or c + i * ldc   (the pixels of a tile need not be neighbours)
 //
 // Each element is one FMA chain over the runs in order (acc = 0, acc = fma(A, B, acc)), then
 // C = acc or C = C + acc (then + bias, then ReLU, when asked): the same chain whichever thread
@@ -57,7 +57,7 @@ inline void tile(const RunsArgs<typename S::T>& x) {
   }
 #pragma GCC unroll 16
   for (int i = 0; i < M; ++i) {
-    T* row = x.c_rows != nullptr ? x.c_rows[i] : x.c + i * x.ldc;
+    T* row = x.c_rows != nullptr ? x.c_rows[i] + x.c_col : x.c + i * x.ldc;
     if (x.accumulate) {
       lo[i] = S::add(S::load(row), lo[i]);
       hi[i] = S::add(S::load(row + kL), hi[i]);
