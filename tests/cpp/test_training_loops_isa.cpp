@@ -51,6 +51,7 @@ std::vector<Case<T>> cases() {
   s.beta1 = T(0.9);
   s.one_minus_beta1 = T(1) - T(0.9);
   s.one_minus_beta2 = T(1) - T(0.999);
+  s.one_minus_rho = T(1) - T(0.9);
   s.epsilon = T(1e-7);
   UpdateArgs<T> nesterov = s;
   nesterov.nesterov = true;
@@ -77,7 +78,7 @@ std::vector<Case<T>> cases() {
   };
   const Reference<T> rms_prop = [](const UpdateArgs<T>& a, std::int64_t i) {
     const T g = a.grad[i];
-    const T ms = a.in[1][i] + (g * g - a.in[1][i]) * a.one_minus_beta2;
+    const T ms = a.in[1][i] + (g * g - a.in[1][i]) * a.one_minus_rho;
     const T mom = a.in[2][i] * a.momentum + (g * a.lr) / std::sqrt(ms + a.epsilon);
     a.out[1][i] = ms;
     a.out[2][i] = mom;
@@ -85,8 +86,8 @@ std::vector<Case<T>> cases() {
   };
   const Reference<T> centered = [](const UpdateArgs<T>& a, std::int64_t i) {
     const T g = a.grad[i];
-    const T ms = a.in[2][i] + (g * g - a.in[2][i]) * a.one_minus_beta2;
-    const T mg = a.in[1][i] + (g - a.in[1][i]) * a.one_minus_beta2;
+    const T ms = a.in[2][i] + (g * g - a.in[2][i]) * a.one_minus_rho;
+    const T mg = a.in[1][i] + (g - a.in[1][i]) * a.one_minus_rho;
     const T mom = a.in[3][i] * a.momentum + (g * a.lr) / std::sqrt((ms - mg * mg) + a.epsilon);
     a.out[1][i] = mg;
     a.out[2][i] = ms;

@@ -26,7 +26,8 @@ struct UpdateArgs {
   T momentum{};
   T beta1{};
   T one_minus_beta1{};
-  T one_minus_beta2{};  // also RMSProp's 1 - rho
+  T one_minus_beta2{};
+  T one_minus_rho{};  // RMSProp
   T epsilon{};
   bool nesterov = false;
   bool update_slots = true;  // Adagrad
@@ -171,7 +172,7 @@ void rms_prop(const UpdateArgs<T>& a, std::int64_t b, std::int64_t e) {
   T* mom = a.out[2];
   const T lr = a.lr;
   const T mu = a.momentum;
-  const T one_minus_rho = a.one_minus_beta2;
+  const T one_minus_rho = a.one_minus_rho;
   const T epsilon = a.epsilon;
   OPWEAVE_IVDEP
   for (std::int64_t i = b; i < e; ++i) {
@@ -198,7 +199,7 @@ void centered_rms_prop(const UpdateArgs<T>& a, std::int64_t b, std::int64_t e) {
   T* mom = a.out[3];
   const T lr = a.lr;
   const T mu = a.momentum;
-  const T one_minus_rho = a.one_minus_beta2;
+  const T one_minus_rho = a.one_minus_rho;
   const T epsilon = a.epsilon;
   OPWEAVE_IVDEP
   for (std::int64_t i = b; i < e; ++i) {

@@ -19,12 +19,15 @@
 namespace opweave {
 namespace {
 
-// The shared frame of a fused update: inputs [0, names.size()) are the refs of the variable and
-// its slots, input `grad_index` the gradient. Checks that every variable is initialized and has
-// the gradient's shape and dtype, then calls body(TypeTag<T>, update, grad, n) and commits.
-template <typename Body>
-void fused_update(KernelContext& ctx, std::initializer_list<const char*> names,
-                  std::size_t grad_index, bool use_locking, Body&& body) {
+// One fused update: inputs [0, names.size()) are the refs of the variable and its slots, input
+// `grad_index` the gradient. Checks that every variable is initialized and has the gradient's
+// shape and dtype, then runs the loop pick(training_loops::selected_table<T>()) over the elements
+// (`cost` per element for for_blocks) with the op's scalars read by set_scalars(TypeTag<T>,
+// UpdateArgs<T>&), and commits.
+template <typename Pick, typename SetScalars>
+void run_update(KernelContext& ctx, std::initializer_list<const char*> names,
+                std::size_t grad_index, bool use_locking, double cost, Pick&& pick,
+                SetScalars&& set_scalars) {
   std::vector<Variable*> vars;
   for (std::size_t i = 0; i < names.size(); ++i) {
     vars.push_back(&ref_input(ctx, i, names.begin()[i]));
@@ -40,34 +43,21 @@ void fused_update(KernelContext& ctx, std::initializer_list<const char*> names,
                              " " + shape_to_string(grad.shape()));
     }
   }
-  kernel_detail::dispatch_float(grad.dtype(),
-                                [&](auto tag) { body(tag, update, grad, grad.numel()); });
+  kernel_detail::dispatch_float(grad.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    training_loops::UpdateArgs<T> args;
+    args.grad = grad.data<T>();
+    for (std::size_t i = 0; i < vars.size(); ++i) {
+      args.in[i] = update.in<T>(i);
+      args.out[i] = update.out<T>(i);
+    }
+    set_scalars(tag, args);
+    const training_loops::UpdateFn<T> loop = pick(training_loops::selected_table<T>());
+    update.for_blocks(ctx.intra_pool, grad.numel(), cost,
+                      [&](std::int64_t b, std::int64_t e) { loop(args, b, e); });
+  });
   update.commit();
   ctx.outputs[0] = ctx.inputs[0];
-}
-
-// One fused update by a loop of training_loops::selected_table: `names` the variable and its
-// slots (inputs [0, names.size())), `grad_index` the gradient's input, `cost` the loop's cost per
-// element for for_blocks, pick(table) the loop, set_scalars(TypeTag<T>, UpdateArgs<T>&) reads the
-// op's scalar inputs.
-template <typename Pick, typename SetScalars>
-void run_update(KernelContext& ctx, std::initializer_list<const char*> names,
-                std::size_t grad_index, bool use_locking, double cost, Pick&& pick,
-                SetScalars&& set_scalars) {
-  fused_update(ctx, names, grad_index, use_locking,
-               [&](auto tag, VariableUpdate& up, const Tensor& grad, std::int64_t n) {
-                 using T = typename decltype(tag)::type;
-                 training_loops::UpdateArgs<T> args;
-                 args.grad = grad.data<T>();
-                 for (std::size_t i = 0; i < names.size(); ++i) {
-                   args.in[i] = up.in<T>(i);
-                   args.out[i] = up.out<T>(i);
-                 }
-                 set_scalars(tag, args);
-                 const training_loops::UpdateFn<T> loop = pick(training_loops::selected_table<T>());
-                 up.for_blocks(ctx.intra_pool, n, cost,
-                               [&](std::int64_t b, std::int64_t e) { loop(args, b, e); });
-               });
 }
 
 // var -= alpha * delta
@@ -133,7 +123,7 @@ Kernel apply_rms_prop(const NodeDef& node) {
         [&](auto tag, auto& a) {
           using T = typename decltype(tag)::type;
           a.lr = scalar_input<T>(ctx, 3, "lr");
-          a.one_minus_beta2 = T(1) - scalar_input<T>(ctx, 4, "rho");
+          a.one_minus_rho = T(1) - scalar_input<T>(ctx, 4, "rho");
           a.momentum = scalar_input<T>(ctx, 5, "momentum");
           a.epsilon = scalar_input<T>(ctx, 6, "epsilon");
         });
@@ -150,7 +140,7 @@ Kernel apply_centered_rms_prop(const NodeDef& node) {
         [&](auto tag, auto& a) {
           using T = typename decltype(tag)::type;
           a.lr = scalar_input<T>(ctx, 4, "lr");
-          a.one_minus_beta2 = T(1) - scalar_input<T>(ctx, 5, "rho");
+          a.one_minus_rho = T(1) - scalar_input<T>(ctx, 5, "rho");
           a.momentum = scalar_input<T>(ctx, 6, "momentum");
           a.epsilon = scalar_input<T>(ctx, 7, "epsilon");
         });
