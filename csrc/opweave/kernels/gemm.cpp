@@ -687,7 +687,7 @@ template void gemv_gemm<double>(const MicroKernel<double>&, std::int64_t, std::i
 
 // C = A * B for n <= few_cols::kMaxCols (a classifier's logits and their weight's gradient), in
 // blocks of rows split across threads, each running every K block in order with its C block in
-// registers. Row-major A (the logits' activations): the few-rows kernel (fn_gemv) on runs of
+// registers. Row-major A (the logits' activations): the few-rows path (gemv_gemm) on runs of
 // MR - 1 rows reads A and B in place (B packed once if its columns are not contiguous), at
 // n / NR of its lanes busy but with no transposing copy of A. Otherwise (the transposed
 // activations of a weight gradient) the few-columns kernel (fn_few_cols), rows in vector lanes,
@@ -701,6 +701,7 @@ void few_cols_gemm(const MicroKernel<T>& uk, std::int64_t m, std::int64_t n, std
   if (packed != nullptr && !packed->fits(uk)) packed = nullptr;
   const double flops_per_row = static_cast<double>(k) * static_cast<double>(n);
   if (a.cs == 1 && uk.fn_gemv != nullptr) {
+    // B packed once here if its columns are not contiguous, not by every run's gemv_gemm.
     std::unique_ptr<PackedB<T>> own;
     if (packed == nullptr && b.cs != 1) {
       own = std::make_unique<PackedB<T>>(uk, k, n, b, pool);
@@ -712,20 +713,8 @@ void few_cols_gemm(const MicroKernel<T>& uk, std::int64_t m, std::int64_t n, std
         [&](std::int64_t r0, std::int64_t r1) {
           for (std::int64_t r = r0; r < r1; ++r) {
             const std::int64_t i0 = r * run;
-            const int rows = static_cast<int>(std::min(run, m - i0));
-            T* ci = c + i0 * ldc;
-            for (std::int64_t pc = 0; pc < k; pc += kc_max) {
-              const std::int64_t kc = std::min(kc_max, k - pc);
-              const T* ap = a.data + i0 * a.rs + pc;
-              if (packed != nullptr) {
-                uk.fn_gemv(rows, n, kc, ap, a.rs, 1, packed->block(0, pc), uk.nr, kc * uk.nr, ci,
-                           ldc, pc > 0);
-              } else {
-                uk.fn_gemv(rows, n, kc, ap, a.rs, 1, b.data + pc * b.rs, b.rs, uk.nr, ci, ldc,
-                           pc > 0);
-              }
-            }
-            if (!ep.empty()) apply_epilogue(ep, rows, n, 0, ci, ldc);
+            gemv_gemm<T>(uk, std::min(run, m - i0), n, k, {a.data + i0 * a.rs, a.rs, a.cs}, b,
+                         c + i0 * ldc, ldc, nullptr, ep, packed);
           }
         },
         static_cast<double>(run) * flops_per_row / 4.0);
