@@ -697,7 +697,6 @@ template <typename T>
 void few_cols_gemm(const MicroKernel<T>& uk, std::int64_t m, std::int64_t n, std::int64_t k,
                    const StridedMatrix<T>& a, const StridedMatrix<T>& b, T* c, std::int64_t ldc,
                    ThreadPool* pool, const Epilogue<T>& ep, const PackedB<T>* packed) {
-  const std::int64_t kc_max = blocking(uk, n, k).kc_max;
   if (packed != nullptr && !packed->fits(uk)) packed = nullptr;
   const double flops_per_row = static_cast<double>(k) * static_cast<double>(n);
   if (a.cs == 1 && uk.fn_gemv != nullptr) {
@@ -723,6 +722,7 @@ void few_cols_gemm(const MicroKernel<T>& uk, std::int64_t m, std::int64_t n, std
   // fn_few_cols reads packed B as one micro-panel (brs = NR): not when the columns spill into a
   // second one (float64 with AVX2, NR = 8).
   if (packed != nullptr && n > uk.nr) packed = nullptr;
+  const std::int64_t kc_max = blocking(uk, n, k).kc_max;
   const int fr = uk.few_rows;
   const bool a_in_place = a.rs == 1;
   parallel_for(
