@@ -11,10 +11,12 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "opweave/cpu_info.h"
 #include "opweave/kernels/unary_math_loops.h"
+#include "opweave/kernels/vector_math.h"
 #include "testing.h"
 
 using namespace opweave;
@@ -355,6 +357,58 @@ OPWEAVE_TEST(float32_pow_of_blocks_with_one_special_operand_gives_the_same_bits)
       }
     }
   }
+}
+
+// Each range's key interval holds exactly the values its comment names: both ends, the values
+// just outside them, zeros, infinities and NaNs of either sign.
+template <typename T>
+void check_range_keys() {
+  namespace vm = vector_math;
+  using Lim = std::numeric_limits<T>;
+  const T inf = Lim::infinity(), nan = Lim::quiet_NaN();
+  const T bound = sizeof(T) == 4 ? T(87) : T(708);
+  const std::vector<std::pair<T, bool>> exp_cases = {{T(0), true},
+                                                     {-T(0), true},
+                                                     {bound, true},
+                                                     {-bound, true},
+                                                     {std::nextafter(bound, inf), false},
+                                                     {std::nextafter(-bound, -inf), false},
+                                                     {inf, false},
+                                                     {-inf, false},
+                                                     {nan, false},
+                                                     {-nan, false},
+                                                     {Lim::denorm_min(), true}};
+  for (const auto& [x, in] : exp_cases) {
+    OPWEAVE_CHECK_EQ(vm::in_range<vm::ExpNormalRange<T>>(x), in);
+  }
+  const std::vector<std::pair<T, bool>> log_cases = {{Lim::min(), true},
+                                                     {Lim::max(), true},
+                                                     {T(1), true},
+                                                     {std::nextafter(Lim::min(), T(0)), false},
+                                                     {Lim::denorm_min(), false},
+                                                     {T(0), false},
+                                                     {-T(0), false},
+                                                     {-Lim::min(), false},
+                                                     {-T(1), false},
+                                                     {inf, false},
+                                                     {-inf, false},
+                                                     {nan, false},
+                                                     {-nan, false}};
+  for (const auto& [x, in] : log_cases) {
+    OPWEAVE_CHECK_EQ(vm::in_range<vm::LogNormalRange<T>>(x), in);
+  }
+}
+
+OPWEAVE_TEST(range_keys_hold_exactly_their_intervals) {
+  check_range_keys<float>();
+  check_range_keys<double>();
+  namespace vm = vector_math;
+  const float inf = std::numeric_limits<float>::infinity();
+  OPWEAVE_CHECK(vm::in_range<vm::TrigF32Range>(1048576.0f));
+  OPWEAVE_CHECK(vm::in_range<vm::TrigF32Range>(-1048576.0f));
+  OPWEAVE_CHECK(!vm::in_range<vm::TrigF32Range>(std::nextafter(1048576.0f, inf)));
+  OPWEAVE_CHECK(!vm::in_range<vm::TrigF32Range>(std::numeric_limits<float>::quiet_NaN()));
+  OPWEAVE_CHECK(!vm::in_range<vm::TrigF32Range>(-inf));
 }
 
 OPWEAVE_TEST(float32_shortcuts_give_the_full_paths_bits) {

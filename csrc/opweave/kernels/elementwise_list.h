@@ -18,12 +18,12 @@
 //           integers too (elementwise_fns.h: IntUnaryFn, BinaryFn); kAll, bool too (binary)
 //   loop    how the loop of unary_math_loops.h computes an element of float32 / float64:
 //             EACH(f)                f<T>(x...), a function template of vector_math.h
-//             EACH_FAST(fast, in, full)  fast<T>(x) over blocks where in<T>(x) holds for every
-//                                    element, full<T>(x) elsewhere: a shortcut with the same bits
-//                                    (unary)
+//             EACH_FAST(fast, range, full)  fast<T>(x) over blocks whose elements are all in
+//                                    range<T> (a key interval of vector_math.h), full<T>(x)
+//                                    elsewhere: a shortcut with the same bits (unary)
 //             EACH_BY_TYPE(f, d)     f(x...) for float32, d(x...) for float64
-//             F32_IN_RANGE(f, in, g, d)  float32: f(x) over a run where in(x) holds for every
-//                                    element, else f or g (the C library) element by element;
+//             F32_IN_RANGE(f, range, g, d)  float32: f(x) over a run whose elements are all in
+//                                    range, else f or g (the C library) element by element;
 //                                    float64: d(x)
 //             LOOP(l)                l<T>, a whole loop of unary_math_loops.h (sqrt: the
 //                                    instruction)
@@ -47,12 +47,12 @@
   X(Square,     square,     "Square",     1.0,  kNumbers, EACH(square_of))                         \
   X(Sign,       sign,       "Sign",       1.0,  kNumbers, EACH(sign_of))                           \
   X(Exp,        exp,        "Exp",        20.0, kFloats,                                           \
-    EACH_FAST(exp_normal, exp_normal_range, exp))                                                  \
+    EACH_FAST(exp_normal, ExpNormalRange, exp))                                                    \
   X(Tanh,       tanh,       "Tanh",       20.0, kFloats,  EACH(tanh))                              \
   X(Sigmoid,    sigmoid,    "Sigmoid",    20.0, kFloats,                                           \
-    EACH_FAST(sigmoid_normal, sigmoid_normal_range, sigmoid))                                      \
+    EACH_FAST(sigmoid_normal, ExpNormalRange, sigmoid))                                            \
   X(Log,        log,        "Log",        20.0, kFloats,                                           \
-    EACH_FAST(log_normal, log_normal_range, log))                                                  \
+    EACH_FAST(log_normal, LogNormalRange, log))                                                    \
   X(Log1p,      log1p,      "Log1p",      20.0, kFloats,  EACH(log1p))                             \
   X(Expm1,      expm1,      "Expm1",      20.0, kFloats,  EACH(expm1))                             \
   X(Sqrt,       sqrt,       "Sqrt",       4.0,  kFloats,  LOOP(sqrt_loop))                         \
@@ -62,11 +62,11 @@
   X(Ceil,       ceil,       "Ceil",       1.0,  kFloats,  EACH(ceil))                              \
   X(Round,      round,      "Round",      1.0,  kNumbers, EACH(rint))                              \
   X(Sin,        sin,        "Sin",        20.0, kFloats,                                           \
-    F32_IN_RANGE(sin_f32, trig_f32_in_range, sin_libm_f32, sin_libm_f64))                         \
+    F32_IN_RANGE(sin_f32, TrigF32Range, sin_libm_f32, sin_libm_f64))                               \
   X(Cos,        cos,        "Cos",        20.0, kFloats,                                           \
-    F32_IN_RANGE(cos_f32, trig_f32_in_range, cos_libm_f32, cos_libm_f64))                         \
+    F32_IN_RANGE(cos_f32, TrigF32Range, cos_libm_f32, cos_libm_f64))                               \
   X(Tan,        tan,        "Tan",        20.0, kFloats,                                           \
-    F32_IN_RANGE(tan_f32, trig_f32_in_range, tan_libm_f32, tan_libm_f64))
+    F32_IN_RANGE(tan_f32, TrigF32Range, tan_libm_f32, tan_libm_f64))
 
 #define OPWEAVE_BINARY_OPS(X)                                                                      \
   X(Add,               add,                "Add",               1.0,  kAll,     BINARY_FN(kAdd))   \

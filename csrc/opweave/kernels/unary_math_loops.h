@@ -61,6 +61,7 @@ Table<double> table_avx512_f64();
 }  // namespace opweave::unary_math
 
 #if defined(OPWEAVE_UNARY_MATH_IMPL)
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <type_traits>
@@ -136,35 +137,35 @@ void run2_by_type(const T* a, std::int64_t sa, const T* b, std::int64_t sb, T* d
 // be src itself (an operation computed into its input's buffer).
 constexpr std::int64_t kRangeBlock = 1024;
 
-// Whether In(x) holds for all m elements src[i * stride]. The misses are or-ed into an int (GCC
-// does not vectorise a bool reduction), and a contiguous source gets its own loop.
-template <typename T, bool (*In)(T)>
-bool all_in_range(const T* src, std::int64_t stride, std::int64_t m) {
-  std::int32_t miss = 0;
+// The largest vm range key (vector_math.h) of the m elements src[i * stride]: the block is in the
+// range iff it is at most the range's limit. A contiguous source gets its own loop.
+template <typename T, typename Range>
+auto max_key(const T* src, std::int64_t stride, std::int64_t m) {
+  decltype(Range::key(T())) worst = 0;
   if (stride == 1) {
-    for (std::int64_t i = 0; i < m; ++i) miss |= In(src[i]) ? 0 : 1;
+    for (std::int64_t i = 0; i < m; ++i) worst = std::max(worst, Range::key(src[i]));
   } else {
-    for (std::int64_t i = 0; i < m; ++i) miss |= In(src[i * stride]) ? 0 : 1;
+    for (std::int64_t i = 0; i < m; ++i) worst = std::max(worst, Range::key(src[i * stride]));
   }
-  return miss == 0;
+  return worst;
 }
 
 // Computes dst[0..m) = Fast(src[i]) for a contiguous src that dst does not overlap, and returns
-// whether In held for every element (one pass over the block: the check rides along).
-template <typename T, T (*Fast)(T), bool (*In)(T)>
+// whether every element was in Range (one pass over the block: the check rides along).
+template <typename T, T (*Fast)(T), typename Range>
 bool run_checked(const T* src, T* dst, std::int64_t m) {
-  std::int32_t miss = 0;
+  decltype(Range::key(T())) worst = 0;
   for (std::int64_t i = 0; i < m; ++i) {
     const T x = src[i];
-    miss |= In(x) ? 0 : 1;
+    worst = std::max(worst, Range::key(x));
     dst[i] = Fast(x);
   }
-  return miss == 0;
+  return worst <= Range::kLimit;
 }
 
-// Fast over a block whose elements all satisfy InRange, else Full; Fast(x) == Full(x) bit for bit
-// where InRange(x) holds (vector_math.h says why for each pair), so the blocks never show.
-template <typename T, T (*Fast)(T), bool (*InRange)(T), T (*Full)(T)>
+// Fast over a block whose elements are all in Range, else Full; Fast(x) == Full(x) bit for bit
+// in the range (vector_math.h says why for each pair), so the blocks never show.
+template <typename T, T (*Fast)(T), typename Range, T (*Full)(T)>
 void run_fast(const T* src, std::int64_t stride, T* dst, std::int64_t n) {
   for (std::int64_t b = 0; b < n; b += kRangeBlock) {
     const std::int64_t m = n - b < kRangeBlock ? n - b : kRangeBlock;
@@ -173,8 +174,8 @@ void run_fast(const T* src, std::int64_t stride, T* dst, std::int64_t n) {
     if (stride == 1 && (d + m <= s || s + m <= d)) {
       // Separate buffers: the fast formula and the check in one pass; the source is still there
       // to redo the block when the check failed.
-      if (!run_checked<T, Fast, InRange>(s, d, m)) run<T, Full>(s, 1, d, m);
-    } else if (all_in_range<T, InRange>(s, stride, m)) {
+      if (!run_checked<T, Fast, Range>(s, d, m)) run<T, Full>(s, 1, d, m);
+    } else if (max_key<T, Range>(s, stride, m) <= Range::kLimit) {
       run<T, Fast>(s, stride, d, m);
     } else {
       run<T, Full>(s, stride, d, m);
@@ -182,21 +183,20 @@ void run_fast(const T* src, std::int64_t stride, T* dst, std::int64_t n) {
   }
 }
 
-// F(x) where In(x) holds, else the C library's G(x): element by element, with a branch.
-template <float (*F)(float), bool (*In)(float), float (*G)(float)>
+// F(x) where x is in Range, else the C library's G(x): element by element, with a branch.
+template <float (*F)(float), typename Range, float (*G)(float)>
 float in_range_or(float x) {
-  return In(x) ? F(x) : G(x);
+  return vm::in_range<Range>(x) ? F(x) : G(x);
 }
 
-// float32: f over a block where in(x) holds for every element, else each element by f or by the
-// C library's g; float64: d on each element.
-template <typename T, float (*F)(float), bool (*InRange)(float), float (*G)(float),
-          double (*D)(double)>
+// float32: f over a block in Range, else each element by f or by the C library's g; float64: d
+// on each element.
+template <typename T, float (*F)(float), typename Range, float (*G)(float), double (*D)(double)>
 void run_in_range(const T* src, std::int64_t stride, T* dst, std::int64_t n) {
   if constexpr (std::is_same_v<T, double>) {
     run<double, D>(src, stride, dst, n);
   } else {
-    run_fast<float, F, InRange, in_range_or<F, InRange, G>>(src, stride, dst, n);
+    run_fast<float, F, Range, in_range_or<F, Range, G>>(src, stride, dst, n);
   }
 }
 
@@ -342,9 +342,9 @@ Table<T> make_table() {
   Table<T> t{};
 #define LOOP(l) l<T>
 #define BINARY_FN(k) run2<T, &elementwise_fns::BinaryFn<BinaryOp::k, T>::apply>
-#define F32_IN_RANGE(f, in, g, d) run_in_range<T, vm::f, vm::in, vm::g, vm::d>
+#define F32_IN_RANGE(f, range, g, d) run_in_range<T, vm::f, vm::range, vm::g, vm::d>
 #define EACH(f) run<T, vm::f<T>>
-#define EACH_FAST(fast, in, full) run_fast<T, vm::fast<T>, vm::in<T>, vm::full<T>>
+#define EACH_FAST(fast, range, full) run_fast<T, vm::fast<T>, vm::range<T>, vm::full<T>>
 #define EACH_BY_TYPE(f, d) run_by_type<T, vm::f, vm::d>
 #define OPWEAVE_TABLE_ROW(Name, name, type, cost, types, loop) t.name = &loop;
   OPWEAVE_UNARY_OPS(OPWEAVE_TABLE_ROW)
