@@ -163,7 +163,7 @@ OPWEAVE_VM_INLINE bool in_range(T x) {
 }
 
 // Where e^x and e^-x are normal numbers whose 2^n is one normal factor: |x| <= 87 (float; n in
-// [-126, 126]) or 708 (double; n in [-1022, 1022]).
+// [-126, 126]) or 708 (double; n in [-1021, 1021]).
 template <typename T>
 struct ExpNormalRange;
 template <>
@@ -352,8 +352,8 @@ struct LogTraits<float> {
   static constexpr float kSubnormalExponent = 23.0f;
   // R(z) ~ 2/3 z + 2/5 z^2 + ... by three terms fitted to it on the whole range of z (a weighted
   // minimax fit: |z (R(z)/z - P(z))| < 2^-29 for z <= 0.0295, i.e. below 2^-30 of the result),
-  // where the series itself needs four: the same 0.84 ulp at most, measured on every float in
-  // [2^-126, 2^128), one multiply and one add fewer.
+  // where the series itself needs four: the same 0.84 ulp at most, measured on every normal
+  // positive float, one multiply and one add fewer.
   static constexpr int kTerms = 3;
   static constexpr Coefficients<float, 3> series() {
     return {{0.0f, 0.6666677594184875f, 0.3997754156589508f, 0.29871729016304016f}};
