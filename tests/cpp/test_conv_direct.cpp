@@ -49,8 +49,23 @@ std::vector<MicroKernel<T>> runs_kernels() {
 
 // One call of the runs kernel against the chain it documents, computed with std::fma: the same
 // operations in the same order, so the same bits.
+// A runs kernel of a micro-kernel: the GEMM-width one or the wide one.
 template <typename T>
-void check_runs_kernel(const MicroKernel<T>& uk, int rows, bool indirect, bool packed,
+struct RunsKernel {
+  MicroKernelRunsFn<T> fn;
+  int mr, nr;
+};
+
+template <typename T>
+std::vector<RunsKernel<T>> runs_kernels_of(const MicroKernel<T>& uk) {
+  std::vector<RunsKernel<T>> out{{uk.fn_runs, uk.mr, uk.nr}};
+  if (uk.fn_runs_wide != nullptr)
+    out.push_back({uk.fn_runs_wide, uk.runs_wide_mr, uk.runs_wide_nr});
+  return out;
+}
+
+template <typename T>
+void check_runs_kernel(const RunsKernel<T>& uk, int rows, bool indirect, bool packed,
                        bool row_pointers_out, bool accumulate, bool epilogue) {
   const int nr = uk.nr;
   const std::int64_t nruns = 5, len = packed ? 9 : 7;
@@ -113,7 +128,7 @@ void check_runs_kernel(const MicroKernel<T>& uk, int rows, bool indirect, bool p
   x.accumulate = accumulate;
   x.bias = epilogue ? bias.data() : nullptr;
   x.relu = epilogue;
-  uk.fn_runs(x);
+  uk.fn(x);
   for (int i = 0; i < rows; ++i) {
     OPWEAVE_CHECK(std::memcmp(out_row(i), want.data() + i * nr, sizeof(T) * nr) == 0);
   }
@@ -121,16 +136,18 @@ void check_runs_kernel(const MicroKernel<T>& uk, int rows, bool indirect, bool p
 
 template <typename T>
 void check_every_runs_kernel() {
-  for (const MicroKernel<T>& uk : runs_kernels<T>()) {
-    OPWEAVE_CHECK(uk.fn_runs != nullptr);
-    for (int rows = 1; rows <= uk.mr; ++rows) {
-      for (const bool indirect : {true, false}) {
-        for (const bool packed : {true, false}) {
-          if (packed && !indirect) continue;  // the packed steps are the forward's, indirect
-          for (const bool row_pointers : {true, false}) {
-            for (const bool accumulate : {false, true}) {
-              for (const bool epilogue : {false, true}) {
-                check_runs_kernel(uk, rows, indirect, packed, row_pointers, accumulate, epilogue);
+  for (const MicroKernel<T>& micro : runs_kernels<T>()) {
+    OPWEAVE_CHECK(micro.fn_runs != nullptr);
+    for (const RunsKernel<T>& uk : runs_kernels_of(micro)) {
+      for (int rows = 1; rows <= uk.mr; ++rows) {
+        for (const bool indirect : {true, false}) {
+          for (const bool packed : {true, false}) {
+            if (packed && !indirect) continue;  // the packed steps are the forward's, indirect
+            for (const bool row_pointers : {true, false}) {
+              for (const bool accumulate : {false, true}) {
+                for (const bool epilogue : {false, true}) {
+                  check_runs_kernel(uk, rows, indirect, packed, row_pointers, accumulate, epilogue);
+                }
               }
             }
           }
@@ -222,6 +239,47 @@ void check_conv_direct() {
   }
 }
 
+// Output channels in multiples of the wide kernel's width take it, others the GEMM-width kernel;
+// both compute each element by the same chain, so the first 64 channels of a 70-channel
+// convolution (narrow) are the bits of the 64-channel one (wide where the CPU has it), with and
+// without the fused bias and ReLU, for any pool.
+template <typename T>
+void check_wide_and_narrow_give_the_same_bits() {
+  ThreadPool one(PoolOptions{0, "test"}), three(PoolOptions{3, "test"});
+  const std::int64_t wide_n = 64, narrow_n = 70;
+  for (const Case& base : cases()) {
+    const PatchGeometry g = geometry(base);
+    const std::int64_t m = g.rows(), k = g.cols();
+    const auto image = random_values<T>(
+        static_cast<std::size_t>(base.batch * base.height * base.width * base.channels), 5);
+    const auto narrow_filter = random_values<T>(static_cast<std::size_t>(k * narrow_n), 6);
+    std::vector<T> wide_filter(static_cast<std::size_t>(k * wide_n));
+    for (std::int64_t r = 0; r < k; ++r) {
+      std::copy(narrow_filter.begin() + r * narrow_n, narrow_filter.begin() + r * narrow_n + wide_n,
+                wide_filter.begin() + r * wide_n);
+    }
+    const auto bias = random_values<T>(static_cast<std::size_t>(narrow_n), 8);
+    for (const bool fused : {false, true}) {
+      Epilogue<T> ep;
+      if (fused) ep.bias = bias.data(), ep.activation = Activation::kRelu;
+      std::vector<T> narrow(static_cast<std::size_t>(m * narrow_n));
+      if (!conv_direct<T>(g, image.data(), narrow_filter.data(), narrow_n, narrow.data(), narrow_n,
+                          &one, ep)) {
+        continue;  // no runs kernel here, or runs too short: the patch GEMM's business
+      }
+      for (ThreadPool* pool : {&one, &three}) {
+        std::vector<T> wide(static_cast<std::size_t>(m * wide_n));
+        OPWEAVE_CHECK(conv_direct<T>(g, image.data(), wide_filter.data(), wide_n, wide.data(),
+                                     wide_n, pool, ep));
+        for (std::int64_t i = 0; i < m; ++i) {
+          OPWEAVE_CHECK(std::memcmp(wide.data() + i * wide_n, narrow.data() + i * narrow_n,
+                                    sizeof(T) * static_cast<std::size_t>(wide_n)) == 0);
+        }
+      }
+    }
+  }
+}
+
 // A fused epilogue (bias with ReLU in the kernel's registers, other activations after it, a
 // ragged last panel through the tile) gives the bits of the plain convolution followed by
 // apply_epilogue.
@@ -260,6 +318,14 @@ OPWEAVE_TEST(a_fused_epilogue_gives_the_bits_of_the_convolution_then_the_epilogu
 
 OPWEAVE_TEST(a_fused_epilogue_gives_the_bits_of_the_convolution_then_the_epilogue_float64) {
   check_conv_direct_epilogue<double>();
+}
+
+OPWEAVE_TEST(wide_and_narrow_runs_kernels_give_the_same_bits_float32) {
+  check_wide_and_narrow_give_the_same_bits<float>();
+}
+
+OPWEAVE_TEST(wide_and_narrow_runs_kernels_give_the_same_bits_float64) {
+  check_wide_and_narrow_give_the_same_bits<double>();
 }
 
 OPWEAVE_TEST(the_runs_kernel_of_every_isa_computes_its_documented_chain_float32) {

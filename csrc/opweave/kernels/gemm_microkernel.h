@@ -80,8 +80,12 @@ struct MicroKernel {
   MicroKernelRowsFn<T> fn_rows = nullptr;  // optional
   // optional: the tile from an unpacked column-major A, row i of step p at a[p * lda + i]
   MicroKernelRowsFn<T> fn_cols = nullptr;
-  MicroKernelGemvFn<T> fn_gemv = nullptr;         // optional
-  MicroKernelRunsFn<T> fn_runs = nullptr;         // optional (direct convolutions)
+  MicroKernelGemvFn<T> fn_gemv = nullptr;  // optional
+  MicroKernelRunsFn<T> fn_runs = nullptr;  // optional (direct convolutions)
+  // optional: a runs kernel of runs_wide_mr rows x runs_wide_nr columns, for forward
+  // convolutions whose output channels are a multiple of runs_wide_nr (the same chains as fn_runs)
+  MicroKernelRunsFn<T> fn_runs_wide = nullptr;
+  int runs_wide_mr = 0, runs_wide_nr = 0;
   MicroKernelFewColsFn<T> fn_few_cols = nullptr;  // optional
   int few_rows = 0;                               // rows of one fn_few_cols call at most
 };

@@ -176,8 +176,8 @@ void few_cols_f64(int rows, int cols, std::int64_t kc, const double* a, std::int
   few_cols::dispatch<SimdF64, 1>(rows, cols, kc, a, aps, b, brs, bcs, c, ldc, accumulate);
 }
 
-void runs_f32(const RunsArgs<float>& x) { runs::dispatch<SimdF32>(x); }
-void runs_f64(const RunsArgs<double>& x) { runs::dispatch<SimdF64>(x); }
+void runs_f32(const RunsArgs<float>& x) { runs::dispatch<SimdF32, 2, SimdF32::kMaxRows + 1>(x); }
+void runs_f64(const RunsArgs<double>& x) { runs::dispatch<SimdF64, 2, SimdF64::kMaxRows + 1>(x); }
 
 }  // namespace
 

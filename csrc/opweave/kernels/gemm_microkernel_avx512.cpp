@@ -222,8 +222,12 @@ void few_cols_f64(int rows, int cols, std::int64_t kc, const double* a, std::int
   few_cols::dispatch<SimdF64, 2>(rows, cols, kc, a, aps, b, brs, bcs, c, ldc, accumulate);
 }
 
-void runs_f32(const RunsArgs<float>& x) { runs::dispatch<SimdF32>(x); }
-void runs_f64(const RunsArgs<double>& x) { runs::dispatch<SimdF64>(x); }
+void runs_f32(const RunsArgs<float>& x) { runs::dispatch<SimdF32, 2, kMr>(x); }
+void runs_f64(const RunsArgs<double>& x) { runs::dispatch<SimdF64, 2, kMr>(x); }
+// 6 rows x 4 vectors: 24 accumulators, 4 of B and the broadcast in the 32 registers.
+constexpr int kWideRunsMr = 6;
+void runs_wide_f32(const RunsArgs<float>& x) { runs::dispatch<SimdF32, 4, kWideRunsMr>(x); }
+void runs_wide_f64(const RunsArgs<double>& x) { runs::dispatch<SimdF64, 4, kWideRunsMr>(x); }
 
 }  // namespace
 
@@ -237,6 +241,9 @@ MicroKernel<float> avx512_kernel_f32() {
   k.fn_cols = &cols_f32;
   k.fn_gemv = &gemv_f32;
   k.fn_runs = &runs_f32;
+  k.fn_runs_wide = &runs_wide_f32;
+  k.runs_wide_mr = kWideRunsMr;
+  k.runs_wide_nr = 4 * 16;
   k.fn_few_cols = &few_cols_f32;
   k.few_rows = 2 * 16;
   return k;
@@ -251,6 +258,9 @@ MicroKernel<double> avx512_kernel_f64() {
   k.fn_cols = &cols_f64;
   k.fn_gemv = &gemv_f64;
   k.fn_runs = &runs_f64;
+  k.fn_runs_wide = &runs_wide_f64;
+  k.runs_wide_mr = kWideRunsMr;
+  k.runs_wide_nr = 4 * 8;
   k.fn_few_cols = &few_cols_f64;
   k.few_rows = 2 * 8;
   return k;

@@ -3,7 +3,9 @@
 // convolution (conv_direct.cpp) is such a sum: over the taps of a filter (forward), or over the
 // output rows of an image (filter gradient), and neither operand needs an im2col copy. Included by
 // the ISA files (gemm_microkernel_avx2.cpp, gemm_microkernel_avx512.cpp) with the SIMD traits the
-// few-rows kernel uses (gemm_gemv.h), NR = 2 vectors:
+// few-rows kernel uses (gemm_gemv.h), NR = NV vectors (2: the GEMM's tile width; 4 on AVX-512 for
+// the forward convolutions whose output channels come in multiples of it, where each broadcast
+// element of A feeds twice the FMAs and A is read once instead of once per 2-vector panel):
 //
 //   C[i][j] (+)= sum over runs r (in order), p < len (in order) of  A(i, r, p) * B(r, p, j)
 //   A(i, r, p) = row_i[a_off[r] + p * lda],   row_i = a_rows[i], or a_base + i when a_rows is null
@@ -12,7 +14,7 @@
 //
 // Each element is one FMA chain over the runs in order (acc = 0, acc = fma(A, B, acc)), then
 // C = acc or C = C + acc (then + bias, then ReLU, when asked): the same chain whichever thread
-// computes the tile.
+// computes the tile and whichever width of kernel (NV) it is.
 #pragma once
 
 #include <cstdint>
@@ -23,33 +25,37 @@ namespace opweave::gemm_detail::runs {
 
 // kPacked: lda = 1 and ldb = NR (a forward convolution's runs: a pixel's channels against a
 // packed filter panel), so the steps are constants and free two registers for the rows.
-template <class S, int M, bool kIndirect, bool kPacked>
+template <class S, int M, int NV, bool kIndirect, bool kPacked>
 inline void tile(const RunsArgs<typename S::T>& x) {
   using T = typename S::T;
   using V = typename S::V;
   constexpr int kL = S::kLanes;
-  V lo[M], hi[M];
+  V acc[M][NV];
 #pragma GCC unroll 16
-  for (int i = 0; i < M; ++i) lo[i] = hi[i] = S::zero();
+  for (int i = 0; i < M; ++i) {
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) acc[i][v] = S::zero();
+  }
   // The rows' own pointers: a contiguous block (rows of a channel run: one base register and
   // constant displacements) or M independent pointers (pixels of an image, taps of a filter).
   const T* rows[M];
 #pragma GCC unroll 16
   for (int i = 0; i < M; ++i) rows[i] = kIndirect ? x.a_rows[i] : x.a_base + i;
   const std::int64_t len = x.len;
-  const std::int64_t lda = kPacked ? 1 : x.lda, ldb = kPacked ? 2 * kL : x.ldb;
+  const std::int64_t lda = kPacked ? 1 : x.lda, ldb = kPacked ? NV * kL : x.ldb;
   for (std::int64_t r = 0; r < x.nruns; ++r) {
     const T* b = x.b_run[r];
     std::int64_t at = x.a_off[r];
 #pragma GCC unroll 2
     for (std::int64_t p = 0; p < len; ++p) {
-      const V b0 = S::load(b);
-      const V b1 = S::load(b + kL);
+      V bv[NV];
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) bv[v] = S::load(b + v * kL);
 #pragma GCC unroll 16
       for (int i = 0; i < M; ++i) {
         const V ai = S::set1(kIndirect ? rows[i][at] : x.a_base[at + i]);
-        lo[i] = S::fma(ai, b0, lo[i]);
-        hi[i] = S::fma(ai, b1, hi[i]);
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; ++v) acc[i][v] = S::fma(ai, bv[v], acc[i][v]);
       }
       b += ldb;
       at += lda;
@@ -58,36 +64,31 @@ inline void tile(const RunsArgs<typename S::T>& x) {
 #pragma GCC unroll 16
   for (int i = 0; i < M; ++i) {
     T* row = x.c_rows != nullptr ? x.c_rows[i] + x.c_col : x.c + i * x.ldc;
-    if (x.accumulate) {
-      lo[i] = S::add(S::load(row), lo[i]);
-      hi[i] = S::add(S::load(row + kL), hi[i]);
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) {
+      V out = acc[i][v];
+      if (x.accumulate) out = S::add(S::load(row + v * kL), out);
+      if (x.bias != nullptr) out = S::add(out, S::load(x.bias + v * kL));
+      if (x.relu) out = S::relu(out);
+      S::store(row + v * kL, out);
     }
-    if (x.bias != nullptr) {
-      lo[i] = S::add(lo[i], S::load(x.bias));
-      hi[i] = S::add(hi[i], S::load(x.bias + kL));
-    }
-    if (x.relu) {
-      lo[i] = S::relu(lo[i]);
-      hi[i] = S::relu(hi[i]);
-    }
-    S::store(row, lo[i]);
-    S::store(row + kL, hi[i]);
   }
 }
 
-// The kernel for x.rows rows (1 <= rows <= MR): each count its own unrolled tile.
-template <class S, int M = 1>
+// The kernel of NV vectors for x.rows rows (1 <= rows <= kMaxM): each count its own unrolled
+// tile.
+template <class S, int NV, int kMaxM, int M = 1>
 void dispatch(const RunsArgs<typename S::T>& x) {
   if (x.rows == M) {
-    if (x.a_rows != nullptr && x.lda == 1 && x.ldb == 2 * S::kLanes) {
-      tile<S, M, true, true>(x);
+    if (x.a_rows != nullptr && x.lda == 1 && x.ldb == NV * S::kLanes) {
+      tile<S, M, NV, true, true>(x);
     } else if (x.a_rows != nullptr) {
-      tile<S, M, true, false>(x);
+      tile<S, M, NV, true, false>(x);
     } else {
-      tile<S, M, false, false>(x);
+      tile<S, M, NV, false, false>(x);
     }
-  } else if constexpr (M < S::kMaxRows + 1) {
-    dispatch<S, M + 1>(x);
+  } else if constexpr (M < kMaxM) {
+    dispatch<S, NV, kMaxM, M + 1>(x);
   }
 }
 
