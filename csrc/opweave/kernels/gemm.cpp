@@ -743,13 +743,10 @@ void few_cols_gemm(const MicroKernel<T>& uk, std::int64_t m, std::int64_t n, std
               ap = abuf.as<T>();
               aps = fr;
             }
-            if (packed != nullptr) {
-              uk.fn_few_cols(rows, static_cast<int>(n), kc, ap, aps, packed->block(0, pc), uk.nr, 1,
-                             ci, ldc, pc > 0);
-            } else {
-              uk.fn_few_cols(rows, static_cast<int>(n), kc, ap, aps, b.data + pc * b.rs, b.rs, b.cs,
-                             ci, ldc, pc > 0);
-            }
+            const T* bp = packed != nullptr ? packed->block(0, pc) : b.data + pc * b.rs;
+            const std::int64_t brs = packed != nullptr ? uk.nr : b.rs;
+            const std::int64_t bcs = packed != nullptr ? 1 : b.cs;
+            uk.fn_few_cols(rows, static_cast<int>(n), kc, ap, aps, bp, brs, bcs, ci, ldc, pc > 0);
           }
           if (!ep.empty()) apply_epilogue(ep, rows, n, 0, ci, ldc);
         }
